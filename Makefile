@@ -1,0 +1,44 @@
+# Two commands do everything on a fresh machine (see README.md):
+#   make run    venv + install + the whole chain offline on the bundled sample
+#   make test   venv + install + the test suite
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+export DAGSTER_HOME := $(CURDIR)/.eval_state/dagster_home
+export DEEPEVAL_TELEMETRY_OPT_OUT := 1
+export DEEPEVAL_DISABLE_DOTENV := 1
+
+.PHONY: install run test lint format bench bench-corpus clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/eval-pipeline run
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check eval_pipeline eval_pipeline_tests benchmarks
+	$(BIN)/ruff format --check eval_pipeline eval_pipeline_tests benchmarks
+
+format: $(STAMP)
+	$(BIN)/ruff format eval_pipeline eval_pipeline_tests benchmarks
+	$(BIN)/ruff check --fix eval_pipeline eval_pipeline_tests benchmarks
+
+bench: bench-corpus
+
+bench-corpus: $(STAMP)
+	$(BIN)/python -m benchmarks.bench_corpus
+
+clean:
+	rm -rf $(VENV) .eval_state

@@ -1,0 +1,57 @@
+"""Resources shared by the assets: where files live, and which corpus a run uses."""
+
+from pathlib import Path
+
+import dagster as dg
+
+from eval_pipeline.corpus.sampling import SampleSpec
+from eval_pipeline.corpus.upstream import HF_REVISION, UpstreamSpec
+from eval_pipeline.settings import state_dir
+
+
+class ProjectPaths(dg.ConfigurableResource):
+    """Directories of the pipeline's state; assets exchange files through them."""
+
+    state_dir: str | None = None
+
+    def root(self) -> Path:
+        return Path(self.state_dir).expanduser().resolve() if self.state_dir else state_dir()
+
+    def corpus_dir(self) -> Path:
+        return self.root() / "corpus"
+
+    def runs_dir(self) -> Path:
+        return self.root() / "runs"
+
+
+class CorpusSettings(dg.ConfigurableResource):
+    """Which upstream file and which sample. Defaults: the bundled sample, every question."""
+
+    source: str = "sample"  # sample | path | huggingface
+    path: str | None = None
+    variant: str = "s"
+    revision: str = HF_REVISION
+    sha256: str | None = None
+    cache_dir: str | None = None
+    sample: int | None = None
+    seed: int = 0
+    floor: int = 1
+    max_sessions_per_question: int | None = None
+
+    def upstream_spec(self) -> UpstreamSpec:
+        return UpstreamSpec(
+            source=self.source,
+            path=self.path,
+            variant=self.variant,
+            revision=self.revision,
+            sha256=self.sha256,
+            cache_dir=self.cache_dir,
+        )
+
+    def sample_spec(self) -> SampleSpec:
+        return SampleSpec(
+            sample=self.sample,
+            seed=self.seed,
+            floor=self.floor,
+            max_sessions_per_question=self.max_sessions_per_question,
+        )

@@ -1,0 +1,1 @@
+"""Corpus stage: pinned LongMemEval upstream → golden JSONL → session fixtures."""

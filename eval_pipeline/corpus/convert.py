@@ -1,0 +1,307 @@
+"""LongMemEval records → goldens (deepeval `Golden` shape) and deduplicated session fixtures.
+
+Two steps, each one streaming pass over the upstream file:
+- `plan_corpus`: validate every record, draw the sample, build the golden rows;
+- `FixtureWriter`: write each selected question's haystack sessions once per batch.
+`build_corpus` runs both, in a single pass when every question is taken.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from eval_pipeline import __version__
+from eval_pipeline.corpus.errors import CorpusError
+from eval_pipeline.corpus.json_stream import iter_json_array
+from eval_pipeline.corpus.jsonl import dumps_line, staged_outputs, write_json, write_jsonl
+from eval_pipeline.corpus.longmemeval import HaystackSession, UpstreamQuestion, parse_record
+from eval_pipeline.corpus.models import FIXTURE_SCHEMA_VERSION
+from eval_pipeline.corpus.sampling import SampleSpec, select_questions, stratum_key
+from eval_pipeline.corpus.upstream import ResolvedUpstream
+
+GOLDENS_FILE = "goldens.jsonl"
+FIXTURES_FILE = "fixtures.jsonl"
+MANIFEST_FILE = "manifest.json"
+PLAN_FILE = "plan.json"
+
+
+def iter_questions(path: str | Path, *, on_bytes=None) -> Iterator[UpstreamQuestion]:
+    seen: set[str] = set()
+    for index, raw in iter_json_array(path, on_bytes=on_bytes):
+        q = parse_record(index, raw)
+        if q.question_id in seen:
+            raise CorpusError("duplicate question_id", record=q.question_id, field="question_id")
+        seen.add(q.question_id)
+        yield q
+
+
+def kept_sessions(q: UpstreamQuestion, max_sessions: int | None) -> list[HaystackSession]:
+    """Per-question subsampling: every evidence session, then distractors in upstream order."""
+    if max_sessions is None:
+        return q.sessions
+    room = max(0, max_sessions - sum(1 for s in q.sessions if s.is_evidence))
+    kept = []
+    for s in q.sessions:
+        if s.is_evidence:
+            kept.append(s)
+        elif room > 0:
+            kept.append(s)
+            room -= 1
+    return kept
+
+
+def golden_row(q: UpstreamQuestion, kept: list[HaystackSession], source_file: str) -> dict:
+    return {
+        "input": q.question,
+        "expected_output": q.answer,
+        "context": list(q.evidence_texts),
+        "name": q.question_id,
+        "source_file": source_file,
+        "additional_metadata": {
+            "tier": 1,
+            "question_type": q.question_type,
+            "question_date": q.question_date,
+            "abstention": q.abstention,
+            "evidence_turn_ids": list(q.evidence_turn_ids),
+            "evidence_turn_roles": list(q.evidence_turn_roles),
+            "evidence_session_ids": list(q.answer_session_ids),
+            "haystack_session_ids": [s.session_id for s in kept],
+            "upstream_haystack_size": len(q.sessions),
+        },
+    }
+
+
+@dataclass(slots=True)
+class _SessionEntry:
+    turns_digest: bytes
+    date: str
+    first_question: str
+    turns: int
+    question_ids: list[str] = field(default_factory=list)
+    holds_evidence: list[str] = field(default_factory=list)
+
+
+class FixtureWriter:
+    """Accumulates the batch's sessions, deduplicated by id, with bounded memory.
+
+    Each session's body is serialised once into a spill file as it is first seen; only a
+    digest and the question lists stay in memory. `finish` streams the spill into the
+    final JSONL, closing each line with its question lists.
+    """
+
+    def __init__(self, spill_dir: Path) -> None:
+        self._spill: IO[str] = tempfile.TemporaryFile(
+            "w+", encoding="utf-8", newline="\n", dir=spill_dir
+        )
+        self.sessions: dict[str, _SessionEntry] = {}
+        self.slots = 0
+        self.date_disagreements: dict[str, list[str]] = {}
+
+    def add(self, q: UpstreamQuestion, kept: list[HaystackSession]) -> None:
+        for s in kept:
+            self.slots += 1
+            turns = [
+                {"role": t["role"], "content": t["content"], "index": i}
+                for i, t in enumerate(s.turns)
+            ]
+            turns_json = json.dumps(turns, ensure_ascii=False, separators=(", ", ": "))
+            digest = hashlib.sha256(turns_json.encode()).digest()
+            entry = self.sessions.get(s.session_id)
+            if entry is None:
+                entry = _SessionEntry(digest, s.date, q.question_id, len(turns))
+                self.sessions[s.session_id] = entry
+                head = dumps_line(
+                    {"session_id": s.session_id, "date": s.date, "started_at": s.started_at}
+                )
+                self._spill.write(f'{head[:-1]}, "turns": {turns_json}\n')
+            elif entry.turns_digest != digest:
+                raise CorpusError(
+                    f"session {s.session_id!r} is reused with different content: question "
+                    f"{entry.first_question!r} and question {q.question_id!r} disagree "
+                    "(a conflict is an error, never merged)",
+                    record=q.question_id,
+                    field="haystack_sessions",
+                )
+            elif entry.date != s.date:
+                # Same content under another date: we keep the first date and report it.
+                self.date_disagreements.setdefault(s.session_id, []).append(q.question_id)
+            entry.question_ids.append(q.question_id)
+            if s.is_evidence:
+                entry.holds_evidence.append(q.question_id)
+
+    def finish(self, path: Path) -> dict[str, int]:
+        self._spill.seek(0)
+        turns = 0
+        with open(path, "w", encoding="utf-8", newline="\n") as out:
+            for entry, line in zip(self.sessions.values(), self._spill, strict=True):
+                tail = dumps_line(
+                    {"question_ids": entry.question_ids, "holds_evidence": entry.holds_evidence}
+                )
+                out.write(f"{line[:-1]}, {tail[1:]}\n")
+                turns += entry.turns
+        self._spill.close()
+        return {
+            "sessions": len(self.sessions),
+            "turns": turns,
+            "haystack_slots": self.slots,
+            "repeated_slots": self.slots - len(self.sessions),
+            "session_date_disagreements": len(self.date_disagreements),
+        }
+
+
+@dataclass
+class CorpusPlan:
+    """What pass 1 learned: the selected goldens and the facts about the whole file."""
+
+    upstream: ResolvedUpstream
+    spec: SampleSpec
+    goldens: list[dict]
+    strata: dict[str, dict[str, int]]
+    file_stats: dict[str, Any]
+
+    @property
+    def selected_ids(self) -> set[str]:
+        return {g["name"] for g in self.goldens}
+
+    def to_json(self) -> dict:
+        return {
+            "upstream": self.upstream.model_dump(),
+            "spec": self.spec.model_dump(),
+            "selected": [g["name"] for g in self.goldens],
+            "strata": self.strata,
+            "file_stats": self.file_stats,
+        }
+
+
+def plan_corpus(
+    upstream: ResolvedUpstream, spec: SampleSpec, *, fixtures: FixtureWriter | None = None
+) -> CorpusPlan:
+    """Pass 1: validate every record and draw the sample.
+
+    With `fixtures` given (only valid when every question is taken) the same pass also
+    feeds the fixture writer, so the whole corpus is built in one read of the file.
+    """
+    if fixtures is not None and spec.sample is not None:
+        raise ValueError("single-pass build needs spec.sample=None")
+    hasher = hashlib.sha256()
+    rows: list[tuple[str, tuple[str, bool], dict]] = []
+    by_type: Counter[str] = Counter()
+    no_distractors = 0
+    source = upstream.source_label()
+    for q in iter_questions(upstream.path, on_bytes=hasher.update):
+        kept = kept_sessions(q, spec.max_sessions_per_question)
+        rows.append((q.question_id, q.stratum, golden_row(q, kept, source)))
+        by_type[q.question_type] += 1
+        no_distractors += all(s.is_evidence for s in q.sessions)
+        if fixtures is not None:
+            fixtures.add(q, kept)
+    digest = hasher.hexdigest()
+    if upstream.expected_sha256 and digest != upstream.expected_sha256:
+        raise CorpusError(
+            f"sha256 of {upstream.file_name} is {digest}, expected the pinned "
+            f"{upstream.expected_sha256}",
+            field="sha256",
+        )
+    if not rows:
+        raise CorpusError("the upstream file holds no records")
+    upstream = upstream.model_copy(update={"sha256": digest})
+    selected, counts = select_questions(((qid, st) for qid, st, _ in rows), spec)
+    goldens = [g for qid, _, g in rows if qid in selected]
+    strata = {
+        stratum_key(s): {"available": a, "selected": n} for s, (a, n) in sorted(counts.items())
+    }
+    file_stats = {
+        "records": len(rows),
+        "by_question_type": dict(sorted(by_type.items())),
+        "abstention": sum(1 for _, (_, abs_), _ in rows if abs_),
+        "questions_without_distractors": no_distractors,
+    }
+    return CorpusPlan(upstream, spec, goldens, strata, file_stats)
+
+
+def evidence_report(goldens: list[dict]) -> dict[str, Any]:
+    """Questions with no evidence turn, split by whether that is expected."""
+    missing = [g for g in goldens if not g["additional_metadata"]["evidence_turn_ids"]]
+    abstention = [g["name"] for g in missing if g["additional_metadata"]["abstention"]]
+    unexpected = [g["name"] for g in missing if not g["additional_metadata"]["abstention"]]
+    assistant_only = [
+        g["name"]
+        for g in goldens
+        if g["additional_metadata"]["evidence_turn_ids"]
+        and "user" not in g["additional_metadata"]["evidence_turn_roles"]
+    ]
+    return {
+        "without_evidence_turns_abstention": abstention,
+        "without_evidence_turns_unexpected": unexpected,
+        "assistant_side_evidence_only": assistant_only,
+    }
+
+
+def manifest_for(plan: CorpusPlan, fixture_stats: dict[str, int], files: dict[str, str]) -> dict:
+    """Deterministic (no clock): the same spec on the same input gives the same bytes."""
+    goldens = plan.goldens
+    return {
+        "schema_version": FIXTURE_SCHEMA_VERSION,
+        "code_version": __version__,
+        "upstream": plan.upstream.model_dump(),
+        "sample_spec": plan.spec.model_dump(),
+        "comparable": not plan.spec.subsampled,
+        "comparability_note": (
+            "haystacks subsampled per question: scores are an upper bound, not comparable "
+            "to full-haystack runs"
+            if plan.spec.subsampled
+            else "full haystacks"
+        ),
+        "counts": {
+            "questions_selected": len(goldens),
+            "abstention_selected": sum(g["additional_metadata"]["abstention"] for g in goldens),
+            "strata": plan.strata,
+            **fixture_stats,
+        },
+        "file_stats": plan.file_stats,
+        "evidence": evidence_report(goldens),
+        "files": files,
+    }
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_goldens(plan: CorpusPlan, path: Path) -> None:
+    write_jsonl(path, plan.goldens)
+
+
+def build_fixtures(plan: CorpusPlan, path: Path, *, spill_dir: Path) -> dict[str, int]:
+    """Pass 2: fixtures for the selected questions only."""
+    writer = FixtureWriter(spill_dir)
+    selected = plan.selected_ids
+    for q in iter_questions(plan.upstream.path):
+        if q.question_id in selected:
+            writer.add(q, kept_sessions(q, plan.spec.max_sessions_per_question))
+    return writer.finish(path)
+
+
+def build_corpus(upstream: ResolvedUpstream, out_dir: Path, spec: SampleSpec) -> dict:
+    """Write goldens.jsonl, fixtures.jsonl and manifest.json into `out_dir`, all or nothing."""
+    out_dir = Path(out_dir)
+    with staged_outputs(out_dir, [GOLDENS_FILE, FIXTURES_FILE, MANIFEST_FILE]) as stage:
+        if spec.sample is None:
+            writer = FixtureWriter(stage)
+            plan = plan_corpus(upstream, spec, fixtures=writer)
+            fixture_stats = writer.finish(stage / FIXTURES_FILE)
+        else:
+            plan = plan_corpus(upstream, spec)
+            fixture_stats = build_fixtures(plan, stage / FIXTURES_FILE, spill_dir=stage)
+        write_goldens(plan, stage / GOLDENS_FILE)
+        files = {n: _sha256_file(stage / n) for n in (GOLDENS_FILE, FIXTURES_FILE)}
+        manifest = manifest_for(plan, fixture_stats, files)
+        write_json(stage / MANIFEST_FILE, manifest)
+    return manifest

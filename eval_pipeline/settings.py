@@ -1,0 +1,23 @@
+"""Where the project keeps its state: the embedded graph, Dagster's home, corpus and runs.
+
+`EVAL_PIPELINE_HOME` overrides the default `<repo>/.eval_state` (or `./.eval_state` when the
+package is installed outside a checkout).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_DIR = PACKAGE_DIR.parent
+BUNDLED_CORPUS_DIR = REPO_DIR / "corpus"
+
+
+def state_dir() -> Path:
+    env = os.environ.get("EVAL_PIPELINE_HOME")
+    if env:
+        return Path(env).expanduser().resolve()
+    if (REPO_DIR / "pyproject.toml").is_file():
+        return REPO_DIR / ".eval_state"
+    return Path.cwd() / ".eval_state"

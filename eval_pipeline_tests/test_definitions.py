@@ -1,0 +1,88 @@
+"""The Dagster layer: definitions load, the asset graph is what we promise, the chain runs."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from eval_pipeline.corpus.jsonl import read_jsonl
+from eval_pipeline.definitions import defs
+
+CORPUS_KEYS = {"longmemeval_upstream", "goldens", "session_fixtures"}
+
+
+def test_definitions_load_with_the_promised_asset_keys():
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert CORPUS_KEYS <= keys
+    graph = defs.resolve_asset_graph()
+    assert graph.get(dg.AssetKey("goldens")).parent_keys == {dg.AssetKey("longmemeval_upstream")}
+    assert graph.get(dg.AssetKey("session_fixtures")).parent_keys == {dg.AssetKey("goldens")}
+    assert defs.resolve_job_def("eval_chain") is not None
+
+
+def test_corpus_assets_materialize_in_process(tmp_path):
+    """The eval_chain job itself (the one the UI and the CLI launch), limited to the corpus."""
+    result = defs.resolve_job_def("eval_chain").execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(),
+        asset_selection=[dg.AssetKey(k) for k in CORPUS_KEYS],
+        run_config={
+            "resources": {
+                "paths": {"config": {"state_dir": str(tmp_path)}},
+                "corpus": {"config": {"sample": 12, "seed": 1}},
+            }
+        },
+    )
+    assert result.success
+    mats = {m.asset_key.to_user_string(): m for m in result.get_asset_materialization_events()}
+    assert set(mats) == CORPUS_KEYS
+    up_meta = mats["longmemeval_upstream"].materialization.metadata
+    assert up_meta["source"].value == "sample" and up_meta["sha256_pinned"].value is True
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks == {
+        "upstream_revision_pinned": True,
+        "upstream_sha256_matches": True,
+        "upstream_not_oracle": True,
+        "goldens_have_evidence": True,
+        "fixtures_cover_haystacks": True,
+    }
+    goldens = list(read_jsonl(tmp_path / "corpus" / "goldens.jsonl"))
+    assert len(goldens) == 12
+    fixtures = list(read_jsonl(tmp_path / "corpus" / "fixtures.jsonl"))
+    assert {sid for g in goldens for sid in g["additional_metadata"]["haystack_session_ids"]} == {
+        f["session_id"] for f in fixtures
+    }
+
+
+def test_a_failing_stage_is_named_and_its_check_blocks(tmp_path):
+    """A conflicting duplicate session fails session_fixtures, not an earlier stage."""
+    import json
+
+    from eval_pipeline_tests.corpus.records import record, session, write_upstream
+
+    recs = [
+        record(
+            "q1", sessions=[("answer_q1_1", session("q1", evidence_at=0)), ("pool", session("A"))]
+        ),
+        record(
+            "q2", sessions=[("answer_q2_1", session("q2", evidence_at=0)), ("pool", session("B"))]
+        ),
+    ]
+    up = write_upstream(tmp_path / "up.json", recs)
+    result = defs.resolve_job_def("eval_chain").execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(),
+        asset_selection=[dg.AssetKey(k) for k in CORPUS_KEYS],
+        raise_on_error=False,
+        run_config={
+            "resources": {
+                "paths": {"config": {"state_dir": str(tmp_path / "state")}},
+                "corpus": {"config": {"source": "path", "path": str(up)}},
+            }
+        },
+    )
+    assert not result.success
+    failed = [e.step_key for e in result.all_events if e.is_step_failure]
+    assert failed == ["session_fixtures"]
+    assert not (tmp_path / "state" / "corpus" / "fixtures.jsonl").exists()
+    assert json.loads((tmp_path / "state" / "corpus" / "plan.json").read_text())["selected"] == [
+        "q1",
+        "q2",
+    ]
