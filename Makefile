@@ -13,7 +13,8 @@ export DEEPEVAL_DISABLE_DOTENV := 1
 
 .PHONY: install run test lint format bench bench-corpus clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/install-system-deps.sh
+	bash scripts/install-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

@@ -18,6 +18,8 @@ eval_chain = dg.define_asset_job(
     selection=dg.AssetSelection.all(),
     executor_def=dg.in_process_executor,
     description="The whole evaluation chain, upstream file to the last stage.",
+    # The queued coordinator (deploy/dagster.yaml) allows one run per graph instance.
+    tags={"eval_pipeline/graph_instance": "default"},
 )
 
 defs = dg.Definitions(
