@@ -25,6 +25,7 @@ from eval_pipeline.corpus.longmemeval import HaystackSession, UpstreamQuestion, 
 from eval_pipeline.corpus.models import FIXTURE_SCHEMA_VERSION
 from eval_pipeline.corpus.sampling import SampleSpec, select_questions, stratum_key
 from eval_pipeline.corpus.upstream import ResolvedUpstream
+from eval_pipeline.settings import REPO_DIR
 
 GOLDENS_FILE = "goldens.jsonl"
 FIXTURES_FILE = "fixtures.jsonl"
@@ -244,13 +245,23 @@ def evidence_report(goldens: list[dict]) -> dict[str, Any]:
     }
 
 
+def upstream_pins(upstream: ResolvedUpstream) -> dict[str, Any]:
+    """The upstream as pinned in a manifest; a path inside the checkout is kept relative so
+    the committed sample manifest is the same on every clone."""
+    pins = upstream.model_dump()
+    path = Path(pins["path"])
+    if path.is_relative_to(REPO_DIR):
+        pins["path"] = str(path.relative_to(REPO_DIR))
+    return pins
+
+
 def manifest_for(plan: CorpusPlan, fixture_stats: dict[str, int], files: dict[str, str]) -> dict:
     """Deterministic (no clock): the same spec on the same input gives the same bytes."""
     goldens = plan.goldens
     return {
         "schema_version": FIXTURE_SCHEMA_VERSION,
         "code_version": __version__,
-        "upstream": plan.upstream.model_dump(),
+        "upstream": upstream_pins(plan.upstream),
         "sample_spec": plan.spec.model_dump(),
         "comparable": not plan.spec.subsampled,
         "comparability_note": (

@@ -171,3 +171,18 @@ def test_abstention_only_from_suffix(tmp_path):
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["evidence"]["without_evidence_turns_abstention"] == ["q1_abs"]
     assert manifest["evidence"]["without_evidence_turns_unexpected"] == []
+
+
+def test_committed_sample_corpus_is_current(tmp_path):
+    """corpus/sample/ is what the default spec makes of the bundled sample, byte for byte:
+    a change to the sample or the converter shows up in review as a change to these files."""
+    from eval_pipeline.settings import BUNDLED_CORPUS_DIR
+
+    up = resolve_upstream(UpstreamSpec())
+    build_corpus(up, tmp_path / "sample", SampleSpec())
+    for name in ("goldens.jsonl", "fixtures.jsonl", "manifest.json"):
+        committed = (BUNDLED_CORPUS_DIR / "sample" / name).read_bytes()
+        assert (tmp_path / "sample" / name).read_bytes() == committed, (
+            f"corpus/sample/{name} is stale: run "
+            "`.venv/bin/eval-pipeline corpus --upstream sample --out corpus/sample`"
+        )
