@@ -134,18 +134,14 @@ def session_fixtures(
     corpus_dir = paths.corpus_dir()
     with staged_outputs(corpus_dir, [FIXTURES_FILE, MANIFEST_FILE]) as stage:
         stats = build_fixtures(plan, stage / FIXTURES_FILE, spill_dir=stage)
-        files = {
-            GOLDENS_FILE: file_sha256(corpus_dir / GOLDENS_FILE),
-            FIXTURES_FILE: file_sha256(stage / FIXTURES_FILE),
-        }
-        manifest = manifest_for(plan, stats, files)
+        manifest = manifest_for(plan, stats, file_sha256(corpus_dir / GOLDENS_FILE))
         write_json(stage / MANIFEST_FILE, manifest)
     context.log.info(f"{stats['sessions']} sessions, {stats['turns']} turns")
     return dg.MaterializeResult(
         metadata={
-            **{k: v for k, v in stats.items()},
+            **{k: v for k, v in stats.items() if k != "sha256"},
             "comparable": manifest["comparable"],
-            "fixtures_sha256": files[FIXTURES_FILE],
+            "fixtures_sha256": stats["sha256"],
             "path": dg.MetadataValue.path(str(corpus_dir / FIXTURES_FILE)),
             "manifest": dg.MetadataValue.path(str(corpus_dir / MANIFEST_FILE)),
         }

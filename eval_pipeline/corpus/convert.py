@@ -81,7 +81,7 @@ def golden_row(q: UpstreamQuestion, kept: list[HaystackSession], source_file: st
 
 @dataclass(slots=True)
 class _SessionEntry:
-    turns_digest: bytes
+    turns_digest: int
     date: str
     first_question: str
     turns: int
@@ -98,9 +98,8 @@ class FixtureWriter:
     """
 
     def __init__(self, spill_dir: Path) -> None:
-        self._spill: IO[str] = tempfile.TemporaryFile(
-            "w+", encoding="utf-8", newline="\n", dir=spill_dir
-        )
+        # Binary spill: each body is encoded once and copied as bytes, never decoded again.
+        self._spill: IO[bytes] = tempfile.TemporaryFile("w+b", dir=spill_dir)
         self.sessions: dict[str, _SessionEntry] = {}
         self.slots = 0
         self.date_disagreements: dict[str, list[str]] = {}
@@ -113,7 +112,9 @@ class FixtureWriter:
                 for i, t in enumerate(s.turns)
             ]
             turns_json = json.dumps(turns, ensure_ascii=False, separators=(", ", ": "))
-            digest = hashlib.sha256(turns_json.encode()).digest()
+            # In-process comparison only: Python's 64-bit string hash is enough to tell
+            # a reused id with other content, and far cheaper than a cryptographic digest.
+            digest = hash(turns_json)
             entry = self.sessions.get(s.session_id)
             if entry is None:
                 entry = _SessionEntry(digest, s.date, q.question_id, len(turns))
@@ -121,7 +122,7 @@ class FixtureWriter:
                 head = dumps_line(
                     {"session_id": s.session_id, "date": s.date, "started_at": s.started_at}
                 )
-                self._spill.write(f'{head[:-1]}, "turns": {turns_json}\n')
+                self._spill.write(f'{head[:-1]}, "turns": {turns_json}\n'.encode())
             elif entry.turns_digest != digest:
                 raise CorpusError(
                     f"session {s.session_id!r} is reused with different content: question "
@@ -137,15 +138,19 @@ class FixtureWriter:
             if s.is_evidence:
                 entry.holds_evidence.append(q.question_id)
 
-    def finish(self, path: Path) -> dict[str, int]:
+    def finish(self, path: Path) -> dict[str, Any]:
+        """Write the fixtures JSONL; returns counts and the file's sha256."""
         self._spill.seek(0)
         turns = 0
-        with open(path, "w", encoding="utf-8", newline="\n") as out:
-            for entry, line in zip(self.sessions.values(), self._spill, strict=True):
+        hasher = hashlib.sha256()
+        with open(path, "wb") as out:
+            for entry, body in zip(self.sessions.values(), self._spill, strict=True):
                 tail = dumps_line(
                     {"question_ids": entry.question_ids, "holds_evidence": entry.holds_evidence}
                 )
-                out.write(f"{line[:-1]}, {tail[1:]}\n")
+                line = body[:-1] + f", {tail[1:]}\n".encode()
+                out.write(line)
+                hasher.update(line)
                 turns += entry.turns
         self._spill.close()
         return {
@@ -154,6 +159,7 @@ class FixtureWriter:
             "haystack_slots": self.slots,
             "repeated_slots": self.slots - len(self.sessions),
             "session_date_disagreements": len(self.date_disagreements),
+            "sha256": hasher.hexdigest(),
         }
 
 
@@ -255,7 +261,7 @@ def upstream_pins(upstream: ResolvedUpstream) -> dict[str, Any]:
     return pins
 
 
-def manifest_for(plan: CorpusPlan, fixture_stats: dict[str, int], files: dict[str, str]) -> dict:
+def manifest_for(plan: CorpusPlan, fixture_stats: dict[str, Any], goldens_sha256: str) -> dict:
     """Deterministic (no clock): the same spec on the same input gives the same bytes."""
     goldens = plan.goldens
     return {
@@ -274,11 +280,11 @@ def manifest_for(plan: CorpusPlan, fixture_stats: dict[str, int], files: dict[st
             "questions_selected": len(goldens),
             "abstention_selected": sum(g["additional_metadata"]["abstention"] for g in goldens),
             "strata": plan.strata,
-            **fixture_stats,
+            **{k: v for k, v in fixture_stats.items() if k != "sha256"},
         },
         "file_stats": plan.file_stats,
         "evidence": evidence_report(goldens),
-        "files": files,
+        "files": {GOLDENS_FILE: goldens_sha256, FIXTURES_FILE: fixture_stats["sha256"]},
     }
 
 
@@ -312,7 +318,6 @@ def build_corpus(upstream: ResolvedUpstream, out_dir: Path, spec: SampleSpec) ->
             plan = plan_corpus(upstream, spec)
             fixture_stats = build_fixtures(plan, stage / FIXTURES_FILE, spill_dir=stage)
         write_goldens(plan, stage / GOLDENS_FILE)
-        files = {n: _sha256_file(stage / n) for n in (GOLDENS_FILE, FIXTURES_FILE)}
-        manifest = manifest_for(plan, fixture_stats, files)
+        manifest = manifest_for(plan, fixture_stats, _sha256_file(stage / GOLDENS_FILE))
         write_json(stage / MANIFEST_FILE, manifest)
     return manifest
