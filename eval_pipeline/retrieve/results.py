@@ -1,0 +1,69 @@
+"""Contract of the retrieval stage's output: one `QuestionRetrieval` per line of
+`retrieval_results.jsonl`. The scoring stage reads exactly this.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RESULTS_SCHEMA_VERSION = 1
+
+
+class RetrievedItem(BaseModel):
+    """One ranked item: the text shown to the reader and where it came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    turn_ids: list[str]  # "<session_id>#<index>", in the item's own order
+    session_ids: list[str]
+    score: float | None = None
+    kind: str = "turn"  # turn | chunk | episode | fact | row
+
+
+class QueryRecord(BaseModel):
+    """A query the retriever ran against the graph (full-text or Cypher)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str
+    params: dict = Field(default_factory=dict)
+    rows: int | None = None
+    error: str | None = None
+    truncated: bool = False
+    latency_ms: float | None = None
+
+
+class QuestionRetrieval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question_id: str
+    tier: int = 1
+    scope: str  # question | batch
+    retriever: str
+    items: list[RetrievedItem]  # rank order
+    retrieval_context: list[str]  # the exact strings handed to the reader
+    answer: str | None  # None: no answer was produced (an error), never ""
+    reader: str  # e.g. "offline:extractive" or "openai:gpt-4o-mini"
+    queries: list[QueryRecord] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+    retrieval_latency_ms: float | None = None
+    reader_latency_ms: float | None = None
+    payload_tokens: int | None = None  # of retrieval_context, pinned tokenizer
+
+    @property
+    def retrieved_turn_ids(self) -> list[str]:
+        """Turn ids in rank order, first occurrence kept."""
+        seen: dict[str, None] = {}
+        for item in self.items:
+            for tid in item.turn_ids:
+                seen.setdefault(tid, None)
+        return list(seen)
+
+    @property
+    def retrieved_session_ids(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for item in self.items:
+            for sid in item.session_ids:
+                seen.setdefault(sid, None)
+        return list(seen)

@@ -1,0 +1,1 @@
+"""Run bundles: one directory per run, written atomically, never overwritten."""

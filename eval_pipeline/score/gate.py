@@ -1,0 +1,62 @@
+"""Gate then rank: which metrics decide "covered", and the weakest link when one fails.
+
+A question is covered only if every gating metric passed. A gating metric that was never
+taken (judge outage, no judge, no evidence to recall) makes coverage unknown (`None`), not
+a failure. A zero-token payload never covers an answerable question, whatever the metrics say.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+# Pipeline order: when several gating metrics fail, the earliest stage is the weakest link.
+STAGE_ORDER = ("evidence_recall", "contextual_recall", "answer_judge", "answer_coverage")
+
+
+class MetricResult(BaseModel):
+    """One metric of one question, kept whole so a report can attribute a failure."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: float | None  # None: not taken (unscored), never 0
+    threshold: float | None = None
+    passed: bool | None = None
+    gating: bool = False
+    reason: str = ""
+    error: str | None = None
+
+    @classmethod
+    def unscored(cls, reason: str, *, gating: bool = False, error: str | None = None):
+        return cls(score=None, passed=None, gating=gating, reason=reason, error=error)
+
+    @classmethod
+    def judged(cls, score: float, threshold: float, reason: str, *, gating: bool):
+        return cls(
+            score=score,
+            threshold=threshold,
+            passed=score >= threshold,
+            gating=gating,
+            reason=reason,
+        )
+
+
+def decide_coverage(
+    metrics: dict[str, MetricResult], payload_tokens: int | None, *, abstention: bool = False
+) -> tuple[bool | None, str | None]:
+    """(covered, weakest link). Unknown coverage is (None, None).
+
+    The empty-payload rule is for answerable questions: handing back nothing can be the
+    right behaviour for an abstention question, which its answer gate decides.
+    """
+    gating = {name: m for name, m in metrics.items() if m.gating}
+    if payload_tokens == 0 and not abstention:
+        return False, "empty_payload"
+    if not gating:
+        return None, None
+    failed = [name for name, m in gating.items() if m.passed is False]
+    if failed:
+        order = {name: i for i, name in enumerate(STAGE_ORDER)}
+        return False, min(failed, key=lambda n: order.get(n, len(order)))
+    if any(m.passed is None for m in gating.values()):
+        return None, None
+    return True, None

@@ -1,0 +1,144 @@
+"""Scoring a question and aggregating a run: gate, unscored vs 0, per-tier summary."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval_pipeline.retrieve.results import QuestionRetrieval, RetrievedItem
+from eval_pipeline.score.gate import MetricResult, decide_coverage
+from eval_pipeline.score.scorer import score_question
+from eval_pipeline.score.summary import summarize, summary_markdown
+from eval_pipeline.score.tokens import PayloadTokenizer
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return PayloadTokenizer()
+
+
+def golden(qid, *, evidence=("s1#0",), roles=("user",), qtype="multi-session", abstention=False):
+    return {
+        "name": qid,
+        "input": "q?",
+        "expected_output": "blue",
+        "additional_metadata": {
+            "tier": 1,
+            "question_type": qtype,
+            "question_date": "2023/05/30 (Tue) 23:40",
+            "abstention": abstention,
+            "evidence_turn_ids": list(evidence),
+            "evidence_turn_roles": list(roles),
+            "evidence_session_ids": sorted({t.split("#")[0] for t in evidence}),
+            "haystack_session_ids": ["s1", "s2"],
+        },
+    }
+
+
+def retrieval(qid, turn_ids, *, answer="it was blue", texts=None):
+    items = [
+        RetrievedItem(
+            text=(texts or {}).get(t, f"text of {t}"), turn_ids=[t], session_ids=[t.split("#")[0]]
+        )
+        for t in turn_ids
+    ]
+    return QuestionRetrieval(
+        question_id=qid,
+        scope="question",
+        retriever="fulltext",
+        items=items,
+        retrieval_context=[i.text for i in items],
+        answer=answer,
+        reader="offline:extractive",
+    )
+
+
+def test_covered_when_every_evidence_turn_is_retrieved(tokenizer):
+    row = score_question(golden("q1"), retrieval("q1", ["s2#1", "s1#0"]), tokenizer)
+    assert row["covered"] is True and row["weakest_link"] is None
+    assert row["metrics"]["evidence_recall"]["score"] == 1.0
+    assert row["retrieval_metrics"]["turn"]["all"]["recall_any@1"] == 0.0
+    assert row["retrieval_metrics"]["turn"]["all"]["recall_any@3"] == 1.0
+    assert row["payload_tokens"] == tokenizer.count_context(["text of s2#1", "text of s1#0"])
+    assert row["metrics"]["proxy_containment"]["score"] == 1.0
+
+
+def test_missing_evidence_is_not_covered_and_names_the_weakest_link(tokenizer):
+    g = golden("q1", evidence=("s1#0", "s2#3"), roles=("user", "assistant"))
+    row = score_question(g, retrieval("q1", ["s1#0"]), tokenizer)
+    assert row["covered"] is False and row["weakest_link"] == "evidence_recall"
+    assert row["retrieval_metrics"]["turn"]["all"]["recall_any@10"] == 1.0
+    assert row["retrieval_metrics"]["turn"]["all"]["recall_all@10"] == 0.0
+
+
+def test_zero_token_payload_is_never_covered(tokenizer):
+    row = score_question(golden("q1"), retrieval("q1", ["s1#0"], texts={"s1#0": ""}), tokenizer)
+    assert row["payload_tokens"] == 0
+    assert row["covered"] is False and row["weakest_link"] == "empty_payload"
+
+
+def test_unscored_gate_means_unknown_coverage_not_failure(tokenizer):
+    outage = {"answer_judge": MetricResult.unscored("judge error: HTTP 500", gating=True)}
+    row = score_question(golden("q1"), retrieval("q1", ["s1#0"]), tokenizer, judged=outage)
+    assert row["covered"] is None
+    assert row["metrics"]["answer_judge"]["score"] is None
+
+
+def test_abstention_question_is_ungated_offline(tokenizer):
+    g = golden("q_abs", evidence=(), roles=(), abstention=True)
+    row = score_question(g, retrieval("q_abs", ["s1#0"]), tokenizer)
+    assert row["metrics"]["evidence_recall"]["gating"] is False
+    assert row["covered"] is None
+
+
+def test_decide_coverage_orders_failures_by_stage():
+    m = {
+        "answer_judge": MetricResult.judged(0.0, 1.0, "no", gating=True),
+        "evidence_recall": MetricResult.judged(0.0, 1.0, "missing", gating=True),
+    }
+    assert decide_coverage(m, 10) == (False, "evidence_recall")
+    assert decide_coverage({}, 10) == (None, None)
+
+
+def test_summary_per_tier_with_unscored_apart_and_none_rates(tokenizer):
+    rows = [
+        score_question(golden("a"), retrieval("a", ["s1#0"]), tokenizer),
+        score_question(golden("b", qtype="knowledge-update"), retrieval("b", ["s2#0"]), tokenizer),
+        score_question(
+            golden("c", evidence=(), roles=(), abstention=True), retrieval("c", []), tokenizer
+        ),
+    ]
+    s = summarize(rows)["tiers"]["1"]
+    assert s["counts"] == {
+        "questions": 3,
+        "abstention": 1,
+        "covered": 1,
+        "not_covered": 1,
+        "unscored": 0,
+    }
+    assert s["coverage"]["rate"] == 0.5 and s["coverage"]["n_scored"] == 2
+    assert s["coverage_by_type"]["multi-session"]["rate"] == 1.0
+    assert s["coverage_by_type"]["knowledge-update"]["rate"] == 0.0
+    assert s["coverage_task_averaged"] == 0.5
+    assert s["abstention"] == {"questions": 1, "coverage": None}  # never scored → None, not 0
+    assert s["excluded"]["upstream"] == {"c": "abstention question"}
+    assert s["retrieval"]["turn"]["all"]["recall_any@1"]["mean"] == 0.5
+    assert s["efficiency"]["median_payload_tokens_covered"] == rows[0]["payload_tokens"]
+    md = summary_markdown(summarize(rows))
+    assert "### Tier 1" in md and "unscored" not in md.split("| coverage |")[1].split("\n")[2]
+
+
+def test_summary_all_unscored_gives_none_not_zero(tokenizer):
+    outage = {"answer_judge": MetricResult.unscored("judge error", gating=True)}
+    rows = [
+        score_question(golden(q), retrieval(q, ["s1#0"]), tokenizer, judged=outage)
+        for q in ("a", "b")
+    ]
+    s = summarize(rows)["tiers"]["1"]
+    assert s["coverage"] is None and s["counts"]["unscored"] == 2
+    assert s["metrics"]["answer_judge"] == {
+        "mean": None,
+        "n_scored": 0,
+        "n_unscored": 2,
+        "pass_rate": None,
+    }
+    assert "| unscored | unscored |" in summary_markdown(summarize(rows))
