@@ -1,0 +1,189 @@
+"""Per-role accounting: calls, cache hits, requests, failures, tokens, cost, latency.
+
+Tokens and cost count what was *spent in this process* (provider requests, including retries
+that got an answer and repair attempts); a cache hit spends nothing. Cost is `None` when the
+role's model has no price or a server did not report usage: unknown is not zero.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from eval_pipeline.llm.config import ROLE_NAMES, LLMSettings, RoleConfig
+from eval_pipeline.llm.prices import PRICES_AS_OF, cost_usd, price_per_mtok
+
+
+class LatencySummary(BaseModel):
+    """Wall time of calls answered by the provider (retries included; cache hits excluded)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    count: int = 0
+    total_s: float = 0.0
+    mean_s: float | None = None
+    p50_s: float | None = None
+    p95_s: float | None = None
+    max_s: float | None = None
+
+    @classmethod
+    def of(cls, samples: list[float]) -> LatencySummary:
+        if not samples:
+            return cls()
+        ordered = sorted(samples)
+        p95_index = min(len(ordered) - 1, max(0, round(0.95 * len(ordered)) - 1))
+        return cls(
+            count=len(ordered),
+            total_s=round(sum(ordered), 6),
+            mean_s=round(statistics.fmean(ordered), 6),
+            p50_s=round(statistics.median(ordered), 6),
+            p95_s=round(ordered[p95_index], 6),
+            max_s=round(ordered[-1], 6),
+        )
+
+
+class RoleUsage(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: str
+    provider: str
+    model: str | None
+    calls: int = 0  # logical calls asked of the layer
+    cache_hits: int = 0
+    provider_requests: int = 0  # HTTP requests sent, retries and repairs included
+    retries: int = 0
+    repairs: int = 0
+    failures: int = 0  # calls that ended in LLMCallFailed
+    failures_by_kind: dict[str, int] = {}
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests_without_usage: int = 0
+    cost_usd: float | None = 0.0
+    latency: LatencySummary = LatencySummary()
+
+
+class UsageSnapshot(BaseModel):
+    """Serialisable accounting for Dagster metadata and the run manifest."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prices_as_of: str = PRICES_AS_OF
+    roles: dict[str, RoleUsage]
+    total_cost_usd: float | None
+
+    def to_metadata(self) -> dict[str, Any]:
+        """Plain JSON-safe values (wrap in dagster.MetadataValue.json at the asset)."""
+        return self.model_dump(mode="json")
+
+
+@dataclass
+class _RoleCounters:
+    calls: int = 0
+    cache_hits: int = 0
+    provider_requests: int = 0
+    retries: int = 0
+    repairs: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests_without_usage: int = 0
+    cost_usd: float = 0.0
+    cost_known: bool = True
+    latencies: list[float] = field(default_factory=list)
+
+
+class UsageLedger:
+    """Thread-safe counters for every role of one layer."""
+
+    def __init__(self, settings: LLMSettings) -> None:
+        self._configs: dict[str, RoleConfig] = {name: settings.role(name) for name in ROLE_NAMES}
+        self._prices = {name: _role_prices(config) for name, config in self._configs.items()}
+        self._counters = {name: _RoleCounters() for name in ROLE_NAMES}
+        self._lock = threading.Lock()
+
+    def call_started(self, role: str) -> None:
+        with self._lock:
+            self._counters[role].calls += 1
+
+    def cache_hit(self, role: str) -> None:
+        with self._lock:
+            self._counters[role].cache_hits += 1
+
+    def request_sent(self, role: str) -> None:
+        with self._lock:
+            self._counters[role].provider_requests += 1
+
+    def retry(self, role: str) -> None:
+        with self._lock:
+            self._counters[role].retries += 1
+
+    def repair(self, role: str) -> None:
+        with self._lock:
+            self._counters[role].repairs += 1
+
+    def usage(self, role: str, input_tokens: int | None, output_tokens: int | None) -> None:
+        with self._lock:
+            counters = self._counters[role]
+            if input_tokens is None or output_tokens is None:
+                counters.requests_without_usage += 1
+                counters.cost_known = False
+                counters.input_tokens += input_tokens or 0
+                counters.output_tokens += output_tokens or 0
+                return
+            counters.input_tokens += input_tokens
+            counters.output_tokens += output_tokens
+            cost = cost_usd(self._prices[role], input_tokens, output_tokens)
+            if cost is None:
+                counters.cost_known = False
+            else:
+                counters.cost_usd += cost
+
+    def call_succeeded(self, role: str, latency_s: float) -> None:
+        with self._lock:
+            self._counters[role].latencies.append(latency_s)
+
+    def call_failed(self, role: str, kind: str) -> None:
+        with self._lock:
+            self._counters[role].failures[kind] += 1
+
+    def snapshot(self) -> UsageSnapshot:
+        with self._lock:
+            roles = {name: self._role_usage(name) for name in ROLE_NAMES}
+        costs = [usage.cost_usd for usage in roles.values()]
+        known = [c for c in costs if c is not None]
+        total = round(sum(known), 10) if len(known) == len(costs) else None
+        return UsageSnapshot(roles=roles, total_cost_usd=total)
+
+    def _role_usage(self, name: str) -> RoleUsage:
+        counters, config = self._counters[name], self._configs[name]
+        # Nothing sent means nothing spent, priced or not.
+        priced = self._prices[name] is not None and counters.cost_known
+        known = priced or counters.provider_requests == 0
+        return RoleUsage(
+            role=name,
+            provider=config.provider,
+            model=config.model,
+            calls=counters.calls,
+            cache_hits=counters.cache_hits,
+            provider_requests=counters.provider_requests,
+            retries=counters.retries,
+            repairs=counters.repairs,
+            failures=sum(counters.failures.values()),
+            failures_by_kind=dict(sorted(counters.failures.items())),
+            input_tokens=counters.input_tokens,
+            output_tokens=counters.output_tokens,
+            requests_without_usage=counters.requests_without_usage,
+            cost_usd=round(counters.cost_usd, 10) if known else None,
+            latency=LatencySummary.of(counters.latencies),
+        )
+
+
+def _role_prices(config: RoleConfig) -> tuple[float, float] | None:
+    if config.input_usd_per_mtok is not None and config.output_usd_per_mtok is not None:
+        return (config.input_usd_per_mtok, config.output_usd_per_mtok)
+    return price_per_mtok(config.provider, config.model)

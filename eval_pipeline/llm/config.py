@@ -1,0 +1,308 @@
+"""Role and provider configuration of the LLM layer, and the CLI form `PROVIDER:MODEL`.
+
+Four roles are configured separately so that, for instance, the judge can sit on a different
+provider from the system under test. A role set to `offline` has no model at all: callers fall
+back to their offline implementation or report "unscored: no judge".
+
+API keys are never part of the configuration, only the *name* of the environment variable that
+holds one (`api_key_env`); `hide_input_in_errors` keeps pydantic from echoing a key someone
+pasted in the wrong field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, get_args
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from eval_pipeline.llm.errors import LLMConfigError
+
+ProviderName = Literal["openai", "anthropic", "openai_compatible", "offline"]
+RoleName = Literal["reconciler", "retrieval_agent", "reader", "judge"]
+StructuredOutputMode = Literal["json_schema", "prompt"]
+
+PROVIDER_NAMES: tuple[str, ...] = get_args(ProviderName)
+ROLE_NAMES: tuple[str, ...] = get_args(RoleName)
+
+# Passed explicitly to the SDKs so that an OPENAI_BASE_URL / ANTHROPIC_BASE_URL left in the
+# environment cannot silently reroute a run.
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+}
+DEFAULT_KEY_ENVS: dict[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
+# Anthropic's JSON-schema output rejects some schemas pydantic produces (it wants closed
+# objects), so the portable instruction-in-the-prompt mode is its default.
+DEFAULT_STRUCTURED_OUTPUT: dict[str, StructuredOutputMode] = {
+    "openai": "json_schema",
+    "openai_compatible": "json_schema",
+    "anthropic": "prompt",
+}
+
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
+
+
+def check_base_url(url: str) -> str:
+    """A base URL must be plain http(s) with no credentials or query (keys belong in env)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("base_url must be an http:// or https:// URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(
+            "base_url must not carry credentials (user:password@); "
+            "put the key in an environment variable named by api_key_env"
+        )
+    if parts.query or parts.fragment:
+        raise ValueError("base_url must not have a query string or fragment")
+    return url.rstrip("/")
+
+
+def _safe_spec(text: str) -> str:
+    """The spec as it may appear in an error: any URL userinfo blanked out."""
+    return re.sub(r"://[^/@\s]*@", "://***@", text)
+
+
+class RoleConfig(BaseModel):
+    """How one role talks to its model. Defaults suit a judge: deterministic, short replies."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    provider: ProviderName = "offline"
+    model: str | None = None
+    base_url: str | None = None  # required for openai_compatible; an override for the others
+    api_key_env: str | None = None  # NAME of the env var; default OPENAI_/ANTHROPIC_API_KEY
+    # Unset: 0.0 for OpenAI-style providers (deterministic judging), not sent to Anthropic,
+    # whose current API version rejects sampling parameters. An explicit None: not sent.
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=1024, ge=1)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=20)
+    concurrency: int = Field(default=8, ge=1, le=1024)
+    cache: bool = True
+    structured_output: StructuredOutputMode | None = None  # None: the provider's default
+    # Price override (USD per million tokens), e.g. for a gateway; else the pinned table.
+    input_usd_per_mtok: float | None = Field(default=None, ge=0)
+    output_usd_per_mtok: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_temperature(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "temperature" not in data:
+            if data.get("provider") in ("openai", "openai_compatible"):
+                data = {**data, "temperature": 0.0}
+        return data
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_is_plain(cls, value: str | None) -> str | None:
+        return None if value is None else check_base_url(value)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_env_is_a_name(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.match(value):
+            # Never echo the value: the usual mistake is pasting the key itself here.
+            raise ValueError(
+                "api_key_env must be the NAME of an environment variable "
+                "(upper case, digits, underscores), not the key"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RoleConfig:
+        if self.provider == "offline":
+            if self.model is not None or self.base_url is not None:
+                raise ValueError("the offline provider takes no model and no base_url")
+            return self
+        if not self.model or not self.model.strip():
+            raise ValueError(f"provider {self.provider!r} needs a model")
+        if self.provider == "anthropic" and self.temperature is not None:
+            raise ValueError(
+                "anthropic roles take no temperature: the Anthropic API version sent by the "
+                "anthropic SDK 2.x rejects sampling parameters; leave it unset"
+            )
+        if self.provider == "openai_compatible" and self.base_url is None:
+            raise ValueError("provider 'openai_compatible' needs a base_url")
+        if (self.input_usd_per_mtok is None) != (self.output_usd_per_mtok is None):
+            raise ValueError("set both input_usd_per_mtok and output_usd_per_mtok, or neither")
+        return self
+
+    @classmethod
+    def from_spec(cls, spec: str, **overrides: Any) -> RoleConfig:
+        """Build from the CLI form (see `parse_provider_spec`) plus field overrides."""
+        parsed = parse_provider_spec(spec)
+        fields: dict[str, Any] = {"provider": parsed.provider, "model": parsed.model}
+        if parsed.base_url is not None:
+            fields["base_url"] = parsed.base_url
+        fields.update(overrides)
+        try:
+            return cls(**fields)
+        except ValidationError as exc:
+            raise LLMConfigError(f"invalid role config for {_safe_spec(spec)!r}: {exc}") from None
+
+    @property
+    def is_offline(self) -> bool:
+        return self.provider == "offline"
+
+    @property
+    def endpoint(self) -> str | None:
+        """The base URL the SDK will be pointed at (None when offline)."""
+        if self.is_offline:
+            return None
+        return self.base_url or DEFAULT_BASE_URLS[self.provider]
+
+    @property
+    def key_env_name(self) -> str | None:
+        return self.api_key_env or DEFAULT_KEY_ENVS.get(self.provider)
+
+    @property
+    def structured_output_mode(self) -> StructuredOutputMode:
+        if self.structured_output is not None:
+            return self.structured_output
+        return DEFAULT_STRUCTURED_OUTPUT.get(self.provider, "prompt")
+
+    @property
+    def spec(self) -> str:
+        """The CLI form of this role's provider and model."""
+        if self.is_offline:
+            return "offline"
+        text = f"{self.provider}:{self.model}"
+        if self.base_url is not None:
+            text += f"@{self.base_url}"
+        return text
+
+    def pins(self) -> dict[str, Any]:
+        """What decides a role's answers, for run pins (no key, no operational knobs)."""
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "endpoint": self.endpoint,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "structured_output": None if self.is_offline else self.structured_output_mode,
+        }
+
+
+class RetryPolicy(BaseModel):
+    """Exponential backoff with jitter between attempts; the count is per role (max_retries)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backoff_base_s: float = Field(default=0.5, ge=0)
+    backoff_max_s: float = Field(default=20.0, ge=0)
+    jitter: bool = True
+
+
+class LLMSettings(BaseModel):
+    """Everything the layer needs: one config per role, the cache file, retry timing."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    roles: dict[RoleName, RoleConfig] = Field(default_factory=dict)
+    cache_path: Path | None = None  # None: <state dir>/llm_cache.sqlite3
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    # Optional cap shared by every role on one provider endpoint (rate limits are per account);
+    # each role is in any case bounded by its own `concurrency`.
+    provider_concurrency: dict[ProviderName, int] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _every_role_present(self) -> LLMSettings:
+        for name in ROLE_NAMES:
+            self.roles.setdefault(name, RoleConfig())  # type: ignore[index]
+        for provider, limit in self.provider_concurrency.items():
+            if limit < 1:
+                raise ValueError(f"provider_concurrency[{provider!r}] must be at least 1")
+        return self
+
+    @classmethod
+    def from_specs(
+        cls,
+        specs: Mapping[str, str],
+        *,
+        role_overrides: Mapping[str, Mapping[str, Any]] | None = None,
+        **settings: Any,
+    ) -> LLMSettings:
+        """Roles from CLI specs, e.g. `{"judge": "openai:gpt-4o-mini"}`; the rest offline."""
+        unknown = sorted(set(specs) - set(ROLE_NAMES))
+        if unknown:
+            raise LLMConfigError(f"unknown role(s) {unknown}; roles are {list(ROLE_NAMES)}")
+        overrides = role_overrides or {}
+        roles = {
+            name: RoleConfig.from_spec(spec, **dict(overrides.get(name, {})))
+            for name, spec in specs.items()
+        }
+        return cls(roles=roles, **settings)
+
+    def role(self, name: str) -> RoleConfig:
+        if name not in ROLE_NAMES:
+            raise LLMConfigError(f"unknown role {name!r}; roles are {list(ROLE_NAMES)}")
+        return self.roles[name]  # type: ignore[index]
+
+    def pins(self) -> dict[str, Any]:
+        return {name: self.role(name).pins() for name in ROLE_NAMES}
+
+
+class ProviderSpec(BaseModel):
+    """The parsed CLI form of a provider choice."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: ProviderName
+    model: str | None = None
+    base_url: str | None = None
+
+
+_SPEC_HELP = (
+    "expected 'offline', 'openai:MODEL', 'anthropic:MODEL' or "
+    "'openai_compatible:MODEL@http://host:port/v1'"
+)
+# The model may itself contain ':' (Ollama tags such as llama3:8b) or '@', so the URL is
+# recognised by its scheme rather than by the last '@'.
+_MODEL_AT_URL = re.compile(r"^(?P<model>.*?)@(?P<url>https?://\S+)$")
+
+
+def parse_provider_spec(text: str) -> ProviderSpec:
+    """Parse `PROVIDER:MODEL[@BASE_URL]` or `offline`; raise LLMConfigError saying what's wrong."""
+    spec = (text or "").strip()
+    if not spec:
+        raise LLMConfigError(f"empty provider spec; {_SPEC_HELP}")
+    provider, sep, rest = spec.partition(":")
+    provider = provider.strip().lower()
+    if provider not in PROVIDER_NAMES:
+        raise LLMConfigError(
+            f"unknown provider {provider!r} in {_safe_spec(spec)!r}; "
+            f"providers are {list(PROVIDER_NAMES)}; {_SPEC_HELP}"
+        )
+    if provider == "offline":
+        if sep and rest.strip():
+            raise LLMConfigError("the offline provider takes no model: write just 'offline'")
+        return ProviderSpec(provider="offline")
+    rest = rest.strip()
+    if not rest:
+        raise LLMConfigError(f"provider {provider!r} needs a model; {_SPEC_HELP}")
+    model, base_url = rest, None
+    match = _MODEL_AT_URL.match(rest)
+    if match:
+        model, base_url = match.group("model").strip(), match.group("url")
+        try:
+            base_url = check_base_url(base_url)
+        except ValueError as exc:
+            raise LLMConfigError(f"bad base URL in {_safe_spec(spec)!r}: {exc}") from None
+    elif "@" in rest and provider == "openai_compatible":
+        raise LLMConfigError(
+            f"the URL after '@' in {_safe_spec(spec)!r} must start with http:// or https://"
+        )
+    if not model:
+        raise LLMConfigError(f"provider {provider!r} needs a model before '@'; {_SPEC_HELP}")
+    if provider == "openai_compatible" and base_url is None:
+        raise LLMConfigError(
+            f"openai_compatible needs a base URL: 'openai_compatible:{model}@http://host:port/v1'"
+        )
+    return ProviderSpec(provider=provider, model=model, base_url=base_url)  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+"""Tests of eval_pipeline.llm (no real provider: a local wire-format server)."""
