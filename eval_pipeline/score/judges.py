@@ -1,0 +1,219 @@
+"""Judged metrics: the LongMemEval judge protocol, deepeval contextual recall, a GEval rubric.
+
+The judge protocol is LongMemEval's (a per-type instruction, a separate instruction for
+abstention questions, a yes/no verdict), written here in our own words; its prompt hash is a
+pin, so runs judged with different wording are never compared. deepeval's metrics run on our
+LLM layer through `LayerDeepEvalModel`, so their calls are cached and counted as well.
+
+Every failure (provider outage, invalid output after repair, a deepeval error) becomes an
+unscored MetricResult carrying the error: a judge outage is never a score of 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from eval_pipeline.llm import (
+    LLMError,
+    LLMLayer,
+    RoleClient,
+    ensure_no_confident_upload,
+    harden_deepeval_env,
+)
+from eval_pipeline.score.gate import MetricResult
+
+JUDGE_PROMPT_VERSION = 1
+CONTEXTUAL_RECALL_THRESHOLD = 0.5
+ANSWER_COVERAGE_THRESHOLD = 0.5
+
+_BASE = (
+    "You grade an AI assistant's answer to a question about the user's own past "
+    "conversations. You are given the question, the correct answer and the assistant's "
+    "response. {rule} Reply with verdict 'yes' or 'no' and a one-sentence reason."
+)
+TYPE_RULES: dict[str, str] = {
+    "default": (
+        "Say yes when the response contains the correct answer, or says something equivalent "
+        "to it. If the response gives only part of the information the answer needs, say no."
+    ),
+    "temporal-reasoning": (
+        "Say yes when the response contains the correct answer or an equivalent one. Counts "
+        "of days, weeks or months that are off by one still count as correct. Partial "
+        "information is a no."
+    ),
+    "knowledge-update": (
+        "Say yes when the response gives the updated answer, even if it also mentions what "
+        "was true before. A response that gives only the outdated information is a no."
+    ),
+    "single-session-preference": (
+        "The correct answer is a rubric describing a personalised response. Say yes when the "
+        "response recalls and uses the user's personal information as the rubric asks; it "
+        "does not need to cover every point of the rubric."
+    ),
+}
+ABSTENTION_RULE = (
+    "This question cannot be answered from the conversations; the correct answer explains "
+    "why. Say yes when the response recognises that the question is unanswerable (for "
+    "example, says the information was never mentioned), and no when it answers anyway."
+)
+GEVAL_CRITERIA = (
+    "Judge whether the actual output conveys the facts of the expected output needed to "
+    "answer the input. Penalise missing or contradicting facts; ignore style and extra "
+    "polite wording."
+)
+
+
+def judge_instruction(question_type: str, abstention: bool) -> str:
+    rule = ABSTENTION_RULE if abstention else TYPE_RULES.get(question_type, TYPE_RULES["default"])
+    return _BASE.format(rule=rule)
+
+
+def prompt_hash() -> str:
+    """sha256 over every prompt text the judges use: part of the run's pins."""
+    texts = {
+        "version": JUDGE_PROMPT_VERSION,
+        "base": _BASE,
+        "types": TYPE_RULES,
+        "abstention": ABSTENTION_RULE,
+        "geval": GEVAL_CRITERIA,
+        "thresholds": [CONTEXTUAL_RECALL_THRESHOLD, ANSWER_COVERAGE_THRESHOLD],
+    }
+    return hashlib.sha256(json.dumps(texts, sort_keys=True).encode()).hexdigest()
+
+
+class JudgeVerdict(BaseModel):
+    verdict: Literal["yes", "no"]
+    reason: str = Field(default="", max_length=2000)
+
+
+async def longmemeval_judge(
+    judge: RoleClient, golden: Mapping[str, Any], answer: str | None
+) -> MetricResult:
+    meta = golden["additional_metadata"]
+    if answer is None:
+        return MetricResult.unscored("no answer was produced", gating=True)
+    user = (
+        f"Question: {golden['input']}\n\nCorrect answer: {golden['expected_output']}\n\n"
+        f"Assistant's response: {answer}"
+    )
+    try:
+        verdict = await judge.complete_structured(
+            user,
+            JudgeVerdict,
+            system=judge_instruction(meta["question_type"], bool(meta["abstention"])),
+        )
+    except LLMError as exc:
+        return MetricResult.unscored("judge failed", gating=True, error=str(exc))
+    score = 1.0 if verdict.verdict == "yes" else 0.0
+    return MetricResult.judged(score, 1.0, verdict.reason or verdict.verdict, gating=True)
+
+
+def _deepeval():
+    """deepeval, imported only after its environment is hardened (it reads it at import)."""
+    harden_deepeval_env()
+    ensure_no_confident_upload()
+    import deepeval.metrics
+    import deepeval.test_case
+
+    from eval_pipeline.llm.deepeval_adapter import LayerDeepEvalModel
+
+    return deepeval.metrics, deepeval.test_case, LayerDeepEvalModel
+
+
+def _deepeval_metrics(judge: RoleClient):
+    metrics, test_case, LayerDeepEvalModel = _deepeval()
+    ContextualRecallMetric, GEval = metrics.ContextualRecallMetric, metrics.GEval
+    LLMTestCaseParams = test_case.SingleTurnParams
+    model = LayerDeepEvalModel(judge)
+    recall = ContextualRecallMetric(
+        threshold=CONTEXTUAL_RECALL_THRESHOLD, model=model, include_reason=True, async_mode=True
+    )
+    coverage = GEval(
+        name="answer_coverage",
+        criteria=GEVAL_CRITERIA,
+        evaluation_params=[
+            LLMTestCaseParams.INPUT,
+            LLMTestCaseParams.ACTUAL_OUTPUT,
+            LLMTestCaseParams.EXPECTED_OUTPUT,
+        ],
+        threshold=ANSWER_COVERAGE_THRESHOLD,
+        model=model,
+        async_mode=True,
+    )
+    return recall, coverage
+
+
+async def _measure(metric, test_case, *, gating: bool) -> MetricResult:
+    try:
+        await metric.a_measure(test_case, _show_indicator=False)
+    except Exception as exc:  # noqa: BLE001 - deepeval wraps provider errors in its own types
+        return MetricResult.unscored("judge failed", gating=gating, error=f"{exc}")
+    if metric.error is not None or metric.score is None:
+        return MetricResult.unscored("judge failed", gating=gating, error=str(metric.error))
+    return MetricResult.judged(
+        float(metric.score), metric.threshold, metric.reason or "", gating=gating
+    )
+
+
+async def judge_question(
+    judge: RoleClient, golden: Mapping[str, Any], retrieval_context: list[str], answer: str | None
+) -> dict[str, MetricResult]:
+    """All judged metrics of one question; only called when the judge role has a model."""
+    LLMTestCase = _deepeval()[1].LLMTestCase
+    abstention = bool(golden["additional_metadata"]["abstention"])
+    results: dict[str, MetricResult] = {
+        "answer_judge": await longmemeval_judge(judge, golden, answer)
+    }
+    recall, coverage = _deepeval_metrics(judge)
+    case = LLMTestCase(
+        input=golden["input"],
+        actual_output=answer or "",
+        expected_output=golden["expected_output"],
+        retrieval_context=retrieval_context or [""],
+    )
+    if abstention:
+        # Nothing in the haystack supports an abstention answer: recall has no meaning here.
+        results["contextual_recall"] = MetricResult.unscored("abstention question")
+    else:
+        results["contextual_recall"] = await _measure(recall, case, gating=True)
+    results["answer_coverage"] = await _measure(coverage, case, gating=False)
+    return results
+
+
+def judge_batch(
+    layer: LLMLayer,
+    pairs: list[tuple[Mapping[str, Any], list[str], str | None]],
+    *,
+    concurrency: int = 4,
+) -> list[dict[str, MetricResult]]:
+    """Judge many questions, in input order (never completion order)."""
+    judge = layer.role("judge")
+
+    async def run() -> list[dict[str, MetricResult]]:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(item):
+            async with gate:
+                return await judge_question(judge, *item)
+
+        return list(await asyncio.gather(*(one(p) for p in pairs)))
+
+    return layer.run_sync(run())
+
+
+def offline_judge_results(abstention: bool) -> dict[str, MetricResult]:
+    """No judge configured: judged metrics are unscored (never 0), and say why."""
+    reason = "unscored: no judge"
+    out = {
+        "answer_judge": MetricResult.unscored(reason, gating=False),
+        "answer_coverage": MetricResult.unscored(reason),
+    }
+    if not abstention:
+        out["contextual_recall"] = MetricResult.unscored(reason)
+    return out
