@@ -1,0 +1,109 @@
+"""Graph stage assets: session_fixtures → injected_graph, with its checks.
+
+The graph lives in the graph server, so the asset returns a MaterializeResult (metadata only).
+Every asset that touches the instance sits in pool "graph_instance" (limit 1 in dagster.yaml):
+two runs never share it at once.
+"""
+
+import dagster as dg
+
+from eval_pipeline.assets.resources import ProjectPaths
+from eval_pipeline.corpus.convert import FIXTURES_FILE
+from eval_pipeline.graph import checks
+from eval_pipeline.graph.inject import inject_fixtures
+from eval_pipeline.graph.store import GraphStore
+from eval_pipeline.reconcile import schema as reconcile_schema
+
+GROUP = "graph"
+GRAPH_POOL = "graph_instance"
+
+
+@dg.asset(
+    key="injected_graph",
+    deps=[dg.AssetKey("session_fixtures")],
+    pool=GRAPH_POOL,
+    group_name=GROUP,
+    kinds={"python"},
+    description="The session fixtures loaded into a wiped, claimed graph instance.",
+)
+def injected_graph(
+    context: dg.AssetExecutionContext, graph: GraphStore, paths: ProjectPaths
+) -> dg.MaterializeResult:
+    report = inject_fixtures(graph, paths.corpus_dir() / FIXTURES_FILE)
+    context.log.info(
+        f"injected {report.counts.sessions} sessions, {report.counts.turns} turns into "
+        f"{report.backend} at {report.uri} in {report.timings_s['total']:.1f} s"
+    )
+    return dg.MaterializeResult(
+        metadata={
+            **{k: dg.MetadataValue.int(v) for k, v in report.counts.model_dump().items()},
+            "nodes": dg.MetadataValue.int(report.nodes),
+            "relationships": dg.MetadataValue.int(report.relationships),
+            "fingerprint": dg.MetadataValue.text(report.fingerprint),
+            "schema_version": dg.MetadataValue.int(report.schema_version),
+            "backend": dg.MetadataValue.text(report.backend),
+            "server_version": dg.MetadataValue.text(report.server_version),
+            "graph_uri": dg.MetadataValue.text(report.uri),
+            "fixtures": dg.MetadataValue.path(report.source),
+            "batches": dg.MetadataValue.int(report.batches),
+            "turns_per_s": dg.MetadataValue.float(round(report.turns_per_s, 1)),
+            "timings_s": dg.MetadataValue.json(report.timings_s),
+        }
+    )
+
+
+@dg.asset_check(
+    asset=injected_graph,
+    blocking=True,
+    pool=GRAPH_POOL,
+    description="Node and relationship counts equal what the fixtures imply.",
+)
+def injected_graph_counts(graph: GraphStore, paths: ProjectPaths) -> dg.AssetCheckResult:
+    # The check may run again after reconciliation: the reconciler's documented labels and
+    # relationship types are expected then, anything else is still stray.
+    problems, expected = checks.counts_report(
+        graph,
+        paths.corpus_dir() / FIXTURES_FILE,
+        extra_labels=reconcile_schema.NODE_LABELS,
+        extra_types=reconcile_schema.RELATIONSHIP_TYPES,
+    )
+    return dg.AssetCheckResult(
+        passed=not problems,
+        metadata={
+            "expected": dg.MetadataValue.json(expected),
+            "problems": dg.MetadataValue.json(problems),
+        },
+    )
+
+
+@dg.asset_check(
+    asset=injected_graph,
+    blocking=True,
+    pool=GRAPH_POOL,
+    description="No evidence label or property (has_answer, holds_evidence, answer session "
+    "ids) anywhere in the graph.",
+)
+def injected_graph_no_evidence(graph: GraphStore) -> dg.AssetCheckResult:
+    found = checks.evidence_markers(graph)
+    return dg.AssetCheckResult(
+        passed=not found,
+        metadata={"evidence_markers": dg.MetadataValue.json(found)},
+    )
+
+
+@dg.asset_check(
+    asset=injected_graph,
+    blocking=True,
+    pool=GRAPH_POOL,
+    description="The graph was built from the current fixtures (fingerprint).",
+)
+def injected_graph_fingerprint(graph: GraphStore, paths: ProjectPaths) -> dg.AssetCheckResult:
+    matches, details = checks.fingerprint_report(graph, paths.corpus_dir() / FIXTURES_FILE)
+    return dg.AssetCheckResult(
+        passed=matches,
+        metadata={k: dg.MetadataValue.text(str(v)) for k, v in details.items()},
+    )
+
+
+GRAPH_ASSETS = [injected_graph]
+GRAPH_CHECKS = [injected_graph_counts, injected_graph_no_evidence, injected_graph_fingerprint]

@@ -1,0 +1,128 @@
+"""`eval-pipeline graph stop|status`, plugged into the project CLI with `register(subparsers)`.
+
+The graph options (`--graph-uri`, `--graph-database`, ...) live on the `graph` parser;
+credentials come from EVAL_GRAPH_USER / EVAL_GRAPH_PASSWORD. `add_graph_options` and
+`store_from_args` let other commands accept the same options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from eval_pipeline.graph import server
+from eval_pipeline.graph.errors import GraphError
+from eval_pipeline.graph.store import GraphStore
+
+NOT_RUNNING = 3  # `graph status` exit code when the embedded server is down (as systemctl)
+
+
+def add_graph_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("graph instance")
+    g.add_argument(
+        "--graph-uri",
+        metavar="URI",
+        help="bolt://host:port of an ArcadeDB or Memgraph instance (default: the embedded "
+        "ArcadeDB); credentials from EVAL_GRAPH_USER / EVAL_GRAPH_PASSWORD",
+    )
+    g.add_argument("--graph-database", metavar="NAME", default="eval", help="database name")
+    g.add_argument(
+        "--graph-backend",
+        choices=["arcadedb", "memgraph"],
+        default=None,
+        help="server kind (default: arcadedb; memgraph needs --graph-uri)",
+    )
+    g.add_argument(
+        "--graph-http-url",
+        metavar="URL",
+        help="HTTP API of an external ArcadeDB (needed to create its full-text index)",
+    )
+    g.add_argument(
+        "--graph-data-dir",
+        metavar="DIR",
+        help="embedded server directory (default: <state dir>/graph/arcadedb)",
+    )
+
+
+def store_from_args(args: argparse.Namespace) -> GraphStore:
+    return GraphStore(
+        backend=args.graph_backend or "arcadedb",
+        uri=args.graph_uri,
+        database=args.graph_database,
+        user=os.environ.get("EVAL_GRAPH_USER"),
+        password=os.environ.get("EVAL_GRAPH_PASSWORD"),
+        http_url=args.graph_http_url,
+        data_dir=args.graph_data_dir,
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Add `graph stop` and `graph status` to the project's argparse subparsers."""
+    graph = subparsers.add_parser("graph", help="the graph instance: status, stop")
+    add_graph_options(graph)
+    sub = graph.add_subparsers(dest="graph_command", required=True)
+    p = sub.add_parser("status", help="print URI, pid, data dir and node counts")
+    p.set_defaults(func=_guarded(cmd_status))
+    p = sub.add_parser("stop", help="stop the embedded ArcadeDB server")
+    p.set_defaults(func=_guarded(cmd_stop))
+
+
+def _guarded(cmd: Any) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return cmd(args)
+        except GraphError as exc:  # one line, no traceback: the message says what to do
+            print(f"eval-pipeline: error: {exc}", file=sys.stderr)
+            return 1
+
+    return run
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    if args.graph_uri:
+        print(
+            "eval-pipeline: error: `graph stop` stops only the embedded server; "
+            f"{args.graph_uri} is managed elsewhere",
+            file=sys.stderr,
+        )
+        return 2
+    root = server.resolve_data_dir(args.graph_data_dir)
+    info = server.running_info(root)
+    if not server.stop(root):
+        print(f"no embedded graph server running for {root}")
+        return 0
+    print(f"stopped embedded ArcadeDB (pid {info.pid if info else '?'}, data dir {root})")
+    return 0
+
+
+def _counts_line(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    store = store_from_args(args)
+    try:
+        status = store.status()
+    finally:
+        store.close()
+    embedded = store.embedded
+    print(f"backend:  {status['backend']}{' (embedded)' if embedded else ''}")
+    if embedded:
+        print(f"data dir: {status['data_dir']}")
+        if not status["running"]:
+            print("state:    not running (started on demand by the pipeline)")
+            return NOT_RUNNING
+        print(f"pid:      {status['pid']}")
+    print(f"uri:      {status['uri']}")
+    if status.get("http_url"):
+        print(f"http:     {status['http_url']}")
+    print(f"database: {status['database']}")
+    print(f"server:   {status['server_version']}")
+    counts = status["counts"]
+    print(f"nodes:    {counts['nodes']} ({_counts_line(counts['labels'])})")
+    print(
+        f"relationships: {counts['relationships']} ({_counts_line(counts['relationship_types'])})"
+    )
+    return 0

@@ -1,0 +1,1 @@
+"""Tests of the graph stage, against a real embedded ArcadeDB."""
