@@ -1,0 +1,71 @@
+"""Reconciliation: memory formation over the injected graph, one session at a time.
+
+Modules, by what they hold:
+  schema          the graph schema reconcilers write (labels, properties, ids), versioned
+  models          SessionInput (one session in) and SessionMemory (what a reconciler gives)
+  protocol        the Reconciler protocol, BaseReconciler, this stage's errors
+  none            built-in `none`: raw turns only
+  extractive      built-in `extractive` (default): chunks, rule-based entities, episode
+  llm_reconciler  built-in `llm`: facts + entities and a summary through the LLM layer
+  registry        load a built-in or a `package.module:ClassName` plug-in
+  sentences, chunking, entity_rules, value_rules, gazetteer, summary
+                  the extractive rules, each testable on its own
+  reader, writer  graph reads (statuses, sessions) and the one writer of SessionMemory
+  indexes         per-dialect index statements for the reconciler schema
+  runner          reconcile_pending: the batch, in parallel, resumable, with a report
+"""
+
+from eval_pipeline.reconcile.models import (
+    MemoryChunk,
+    MemoryEntity,
+    MemoryEpisode,
+    MemoryFact,
+    SessionInput,
+    SessionMemory,
+    SessionTurn,
+    entity_key,
+)
+from eval_pipeline.reconcile.protocol import (
+    BaseReconciler,
+    ReconcileError,
+    Reconciler,
+    ReconcilerLoadError,
+    ReconcilerUnavailable,
+    pins_of,
+)
+from eval_pipeline.reconcile.registry import BUILTINS, DEFAULT_RECONCILER, load_reconciler
+from eval_pipeline.reconcile.runner import (
+    ReconcileProgress,
+    ReconcileReport,
+    SessionFailure,
+    reconcile_pending,
+    reconcile_pending_async,
+)
+from eval_pipeline.reconcile.writer import mark_failed, write_session_memory
+
+__all__ = [
+    "BUILTINS",
+    "DEFAULT_RECONCILER",
+    "BaseReconciler",
+    "MemoryChunk",
+    "MemoryEntity",
+    "MemoryEpisode",
+    "MemoryFact",
+    "ReconcileError",
+    "ReconcileProgress",
+    "ReconcileReport",
+    "Reconciler",
+    "ReconcilerLoadError",
+    "ReconcilerUnavailable",
+    "SessionFailure",
+    "SessionInput",
+    "SessionMemory",
+    "SessionTurn",
+    "entity_key",
+    "load_reconciler",
+    "mark_failed",
+    "pins_of",
+    "reconcile_pending",
+    "reconcile_pending_async",
+    "write_session_memory",
+]

@@ -1,0 +1,300 @@
+"""Run a reconciler over the graph's sessions: pending (and failed) ones, or all with `redo`.
+
+Three kinds of task share one event loop:
+- a loader reads sessions with their turns in batches and queues them;
+- `concurrency` workers each take a session, run the reconciler, check its output;
+- one writer writes each result (or the failure) to the graph, in session order of arrival.
+Writes are serialised anyway (see `writer`), so a single writer costs nothing and lets the
+workers keep the model busy while the graph is being written. Queues are bounded, so memory
+stays flat on a 20k-session graph.
+
+One session failing — the reconciler raising, invalid output, a write the server refuses —
+marks that session `failed` with the reason and the batch goes on. The graph itself failing
+(unreachable, or refusing even the failure mark) stops the run: a re-run resumes where it
+stopped, because finished sessions are `done` in the graph.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import statistics
+import time
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from eval_pipeline.llm import redact
+from eval_pipeline.reconcile import schema
+from eval_pipeline.reconcile.models import SessionInput, SessionMemory
+from eval_pipeline.reconcile.protocol import ReconcilerUnavailable, pins_of
+from eval_pipeline.reconcile.reader import status_counts
+from eval_pipeline.reconcile.session_graph import as_session_graph
+
+LOAD_BATCH = 200  # sessions per read: ~2k turns, ~2.5 MB on LongMemEval_S
+# A run over at least this many sessions (and a tenth of the graph) is a bulk run: full-text
+# indexes are dropped first and built once at the end, instead of updated on every write.
+BULK_MIN_SESSIONS = 50
+MAX_REASON_CHARS = 500
+
+
+class SessionFailure(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    session_id: str
+    reason: str
+
+
+class ReconcileProgress(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    finished: int
+    to_do: int
+    done: int
+    failed: int
+    elapsed_s: float
+
+
+class ReconcileReport(BaseModel):
+    """What a run did, for Dagster metadata and the run manifest."""
+
+    reconciler: dict[str, Any]
+    total_sessions: int
+    to_do: int  # sessions this run set out to reconcile
+    done: int  # ... of which ended done
+    failures: list[SessionFailure]
+    skipped_done: int  # already done before the run (not redone)
+    redo: bool
+    concurrency: int
+    status_after: dict[str, int]  # pending / done / failed over the whole graph
+    completeness: float  # sessions done / all sessions (1.0 for an empty graph)
+    nodes_written: dict[str, int]  # by label, this run (entities: per-session, before MERGE)
+    graph_nodes: dict[str, int]  # by label, in the graph after the run
+    timings: dict[str, float]
+    llm_usage: dict[str, Any] | None = None
+    index_problems: list[str] = []
+
+    @property
+    def failed(self) -> int:
+        return len(self.failures)
+
+
+ProgressCallback = Callable[[ReconcileProgress], None]
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line, no secrets, bounded length."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return redact(text)[:MAX_REASON_CHARS]
+
+
+async def call_reconciler(reconciler: Any, session: SessionInput) -> SessionMemory:
+    """Await an async `reconcile`; run a sync one in a worker thread."""
+    if inspect.iscoroutinefunction(reconciler.reconcile):
+        result = await reconciler.reconcile(session)
+    else:
+        result = await asyncio.to_thread(reconciler.reconcile, session)
+        if inspect.isawaitable(result):
+            result = await result
+    if not isinstance(result, SessionMemory):
+        raise TypeError(f"reconcile() returned {type(result).__name__}, expected SessionMemory")
+    result.check_against(session)
+    return result
+
+
+def _run_sync(coro: Coroutine[Any, Any, ReconcileReport]) -> ReconcileReport:
+    """asyncio.run, or — when called from inside a running loop — asyncio.run on a thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def reconcile_pending(
+    store: Any,
+    reconciler: Any,
+    *,
+    concurrency: int,
+    redo: bool = False,
+    progress: ProgressCallback | None = None,
+) -> ReconcileReport:
+    """Blocking form of `reconcile_pending_async` (runs its own event loop)."""
+    return _run_sync(
+        reconcile_pending_async(
+            store, reconciler, concurrency=concurrency, redo=redo, progress=progress
+        )
+    )
+
+
+async def reconcile_pending_async(
+    store: Any,
+    reconciler: Any,
+    *,
+    concurrency: int,
+    redo: bool = False,
+    progress: ProgressCallback | None = None,
+) -> ReconcileReport:
+    """`store` is a GraphStore, or any SessionGraph (e.g. InMemorySessionGraph)."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    started = time.perf_counter()
+    pins = pins_of(reconciler)
+    name, version = str(pins["name"]), str(pins["version"])
+    graph = as_session_graph(store)
+
+    statuses = await asyncio.to_thread(graph.statuses)
+    # Sorted: the order of work (and of failures in the report) does not depend on the server.
+    to_do = sorted(sid for sid, status in statuses.items() if redo or status != schema.DONE)
+    skipped = len(statuses) - len(to_do)
+    bulk = len(to_do) >= max(BULK_MIN_SESSIONS, len(statuses) // 10)
+    index_problems = await asyncio.to_thread(graph.prepare, bulk=bulk)
+
+    sessions_q: asyncio.Queue[SessionInput | None] = asyncio.Queue(maxsize=concurrency * 2)
+    results_q: asyncio.Queue[tuple[SessionInput, SessionMemory | BaseException] | None] = (
+        asyncio.Queue(maxsize=concurrency * 2)
+    )
+    failures: list[SessionFailure] = []
+    written: dict[str, int] = {label: 0 for label in schema.NODE_LABELS}
+    reconcile_times: list[float] = []
+    write_times: list[float] = []
+    done = 0
+
+    async def loader() -> None:
+        for start in range(0, len(to_do), LOAD_BATCH):
+            batch = to_do[start : start + LOAD_BATCH]
+            for session in await asyncio.to_thread(graph.load, batch):
+                await sessions_q.put(session)
+        for _ in range(concurrency):
+            await sessions_q.put(None)
+
+    async def worker() -> None:
+        while (session := await sessions_q.get()) is not None:
+            t = time.perf_counter()
+            outcome: SessionMemory | BaseException
+            try:
+                outcome = await call_reconciler(reconciler, session)
+            except ReconcilerUnavailable:
+                raise  # a configuration problem, not this session's: stop the run
+            except Exception as exc:
+                outcome = exc
+            reconcile_times.append(time.perf_counter() - t)
+            await results_q.put((session, outcome))
+
+    async def writer() -> None:
+        nonlocal done
+        finished = 0
+        while (item := await results_q.get()) is not None:
+            session, outcome = item
+            replace = statuses.get(session.session_id) != schema.PENDING
+            t = time.perf_counter()
+            if isinstance(outcome, SessionMemory):
+                try:
+                    await asyncio.to_thread(graph.write, outcome, version=version, replace=replace)
+                    done += 1
+                    for label, n in outcome.node_counts().items():
+                        written[label] += n
+                except Exception as exc:  # refused by the server: this session fails
+                    outcome = RuntimeError(f"graph write failed: {failure_reason(exc)}")
+            if isinstance(outcome, BaseException):
+                reason = failure_reason(outcome)
+                # If even this write fails, the graph is unusable: let it stop the run.
+                await asyncio.to_thread(
+                    graph.mark_failed, session.session_id, reason, reconciler=name, version=version
+                )
+                failures.append(SessionFailure(session_id=session.session_id, reason=reason))
+            write_times.append(time.perf_counter() - t)
+            finished += 1
+            if progress is not None:
+                progress(
+                    ReconcileProgress(
+                        finished=finished,
+                        to_do=len(to_do),
+                        done=done,
+                        failed=len(failures),
+                        elapsed_s=round(time.perf_counter() - started, 3),
+                    )
+                )
+
+    async def workers_then_stop_writer() -> None:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(concurrency):
+                group.create_task(worker())
+        await results_q.put(None)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(loader())
+            group.create_task(workers_then_stop_writer())
+            group.create_task(writer())
+    except BaseExceptionGroup as group_error:
+        if bulk:  # put back the full-text indexes dropped for the bulk run, if the graph lets us
+            with contextlib.suppress(Exception):
+                labels = await asyncio.to_thread(graph.node_counts)
+                await asyncio.to_thread(graph.finish, {k for k, n in labels.items() if n})
+        # Surface the first real cause rather than an exception group.
+        raise _first_cause(group_error) from group_error
+    finally:
+        close = getattr(reconciler, "aclose", None)
+        if close is not None:
+            await close()
+    run_s = time.perf_counter() - started
+
+    statuses_after = await asyncio.to_thread(graph.statuses)
+    counts_after = status_counts(statuses_after)
+    total = len(statuses_after)
+    graph_nodes = await asyncio.to_thread(graph.node_counts)
+    index_problems += await asyncio.to_thread(
+        graph.finish, {label for label, n in graph_nodes.items() if n}
+    )
+    usage_of = getattr(reconciler, "usage", None)
+    failures.sort(key=lambda f: f.session_id)
+    return ReconcileReport(
+        reconciler=pins,
+        total_sessions=total,
+        to_do=len(to_do),
+        done=done,
+        failures=failures,
+        skipped_done=skipped,
+        redo=redo,
+        concurrency=concurrency,
+        status_after=counts_after,
+        completeness=round(counts_after.get(schema.DONE, 0) / total, 6) if total else 1.0,
+        nodes_written=written,
+        graph_nodes=graph_nodes,
+        timings=_timings(run_s, time.perf_counter() - started, reconcile_times, write_times),
+        llm_usage=usage_of() if callable(usage_of) else None,
+        index_problems=index_problems,
+    )
+
+
+def _first_cause(group: BaseExceptionGroup) -> BaseException:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_cause(exc)
+        return exc
+    return group
+
+
+def _timings(
+    run_s: float, total_s: float, reconcile: list[float], write: list[float]
+) -> dict[str, float]:
+    def stats(prefix: str, samples: list[float]) -> dict[str, float]:
+        if not samples:
+            return {}
+        ordered = sorted(samples)
+        return {
+            f"{prefix}_total_s": round(sum(ordered), 3),
+            f"{prefix}_mean_s": round(statistics.fmean(ordered), 4),
+            f"{prefix}_p95_s": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 4),
+        }
+
+    out = {"run_s": round(run_s, 3), "total_s": round(total_s, 3)}
+    out["sessions_per_s"] = round(len(write) / run_s, 2) if run_s > 0 else 0.0
+    out.update(stats("reconcile", reconcile))
+    out.update(stats("write", write))
+    return out

@@ -1,0 +1,190 @@
+"""The one writer of reconciler output: a `SessionMemory` → graph writes, in one transaction.
+
+`write_session_memory` sends a single portable Cypher statement (UNWIND lists inside unit
+`CALL` subqueries, the form injection uses too) in an explicit write transaction, preceded —
+when the session was reconciled before — by one statement removing that earlier output. Either
+all of it lands, with the session marked `done`, or none of it does: ArcadeDB keeps the
+partial writes of a failed auto-commit statement, so an explicit transaction is required.
+
+Writes are serialised by `WRITE_LOCK`: entities are shared across sessions through MERGE on
+`key`, and a MERGE racing another MERGE duplicates the node on ArcadeDB. The unique constraint
+created by `ensure_reconcile_schema` is the second line of defence. Links are made by
+unique-index lookups (turn, chunk, fact and episode ids), never by scanning a session.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from eval_pipeline.graph.schema import SESSION, TURN
+from eval_pipeline.reconcile import schema
+from eval_pipeline.reconcile.models import SessionMemory
+
+WRITE_LOCK = threading.Lock()
+MAX_ERROR_CHARS = 1000
+
+CLEAR_SESSION = f"""
+MATCH (s:{SESSION} {{session_id: $session_id}})
+OPTIONAL MATCH (s)-[:HAS_CHUNK|HAS_FACT]->()-[:MENTIONS|ABOUT]->(e:{schema.ENTITY})
+WITH s, collect(DISTINCT e) AS entities
+OPTIONAL MATCH (s)-[:HAS_CHUNK|HAS_FACT|HAS_EPISODE]->(old)
+DETACH DELETE old
+WITH DISTINCT s, entities
+SET s.reconcile_status = '{schema.PENDING}'
+WITH entities
+UNWIND entities AS e
+WITH e WHERE NOT (e)--()
+DELETE e
+RETURN count(e) AS orphans_removed
+"""
+
+WRITE_SESSION = f"""
+MATCH (s:{SESSION} {{session_id: $session_id}})
+CALL {{
+  WITH s
+  UNWIND $entities AS e
+  MERGE (n:{schema.ENTITY} {{key: e.key}})
+  ON CREATE SET n.name = e.name, n.type = e.type, n.reconciler = $reconciler
+}}
+CALL {{
+  WITH s
+  UNWIND $chunks AS c
+  CREATE (s)-[:HAS_CHUNK]->(:{schema.CHUNK} {{chunk_id: c.chunk_id, session_id: $session_id,
+      index: c.index, text: c.text, reconciler: $reconciler}})
+}}
+CALL {{
+  WITH s
+  UNWIND $chunk_turns AS l
+  MATCH (c:{schema.CHUNK} {{chunk_id: l.id}})
+  MATCH (t:{TURN} {{turn_id: l.turn_id}})
+  CREATE (c)-[:FROM_TURN]->(t)
+}}
+CALL {{
+  WITH s
+  UNWIND $mentions AS l
+  MATCH (c:{schema.CHUNK} {{chunk_id: l.id}})
+  MATCH (e:{schema.ENTITY} {{key: l.key}})
+  CREATE (c)-[:MENTIONS]->(e)
+}}
+CALL {{
+  WITH s
+  UNWIND $facts AS f
+  CREATE (s)-[:HAS_FACT]->(:{schema.FACT} {{fact_id: f.fact_id, session_id: $session_id,
+      text: f.text, fact_type: f.fact_type, valid_at: f.valid_at, reconciler: $reconciler}})
+}}
+CALL {{
+  WITH s
+  UNWIND $fact_turns AS l
+  MATCH (f:{schema.FACT} {{fact_id: l.id}})
+  MATCH (t:{TURN} {{turn_id: l.turn_id}})
+  CREATE (f)-[:FROM_TURN]->(t)
+}}
+CALL {{
+  WITH s
+  UNWIND $fact_entities AS l
+  MATCH (f:{schema.FACT} {{fact_id: l.id}})
+  MATCH (e:{schema.ENTITY} {{key: l.key}})
+  CREATE (f)-[:ABOUT]->(e)
+}}
+CALL {{
+  WITH s
+  UNWIND $episodes AS x
+  CREATE (s)-[:HAS_EPISODE]->(:{schema.EPISODE} {{episode_id: x.episode_id,
+      session_id: $session_id, summary: x.summary, started_at: s.started_at,
+      reconciler: $reconciler}})
+}}
+CALL {{
+  WITH s
+  UNWIND $episode_turns AS l
+  MATCH (x:{schema.EPISODE} {{episode_id: l.id}})
+  MATCH (t:{TURN} {{turn_id: l.turn_id}})
+  CREATE (x)-[:COVERS]->(t)
+}}
+SET s.reconcile_status = '{schema.DONE}', s.reconcile_error = null,
+    s.reconciler = $reconciler, s.reconciler_version = $version,
+    s.reconcile_schema = {schema.RECONCILE_SCHEMA_VERSION}
+RETURN s.session_id AS session_id
+"""
+
+MARK_FAILED = f"""
+MATCH (s:{SESSION} {{session_id: $session_id}})
+SET s.reconcile_status = '{schema.FAILED}', s.reconcile_error = $reason,
+    s.reconciler = $reconciler, s.reconciler_version = $version
+RETURN s.session_id AS session_id
+"""
+
+
+class SessionNotFound(LookupError):
+    """The session to write is not in the graph (wiped or re-injected meanwhile)."""
+
+
+def memory_params(memory: SessionMemory, version: str) -> dict[str, Any]:
+    """The statement's parameters: lists of flat maps of scalars (no map-valued property)."""
+    return {
+        "session_id": memory.session_id,
+        "reconciler": memory.reconciler,
+        "version": version,
+        "entities": [{"key": e.key, "name": e.name, "type": e.type} for e in memory.entities],
+        "chunks": [
+            {"chunk_id": c.chunk_id, "index": c.index, "text": c.text} for c in memory.chunks
+        ],
+        "chunk_turns": [
+            {"id": c.chunk_id, "turn_id": t} for c in memory.chunks for t in c.turn_ids
+        ],
+        "mentions": [{"id": c.chunk_id, "key": k} for c in memory.chunks for k in c.entity_keys],
+        "facts": [
+            {"fact_id": f.fact_id, "text": f.text, "fact_type": f.fact_type, "valid_at": f.valid_at}
+            for f in memory.facts
+        ],
+        "fact_turns": [{"id": f.fact_id, "turn_id": t} for f in memory.facts for t in f.turn_ids],
+        "fact_entities": [{"id": f.fact_id, "key": k} for f in memory.facts for k in f.entity_keys],
+        "episodes": (
+            []
+            if memory.episode is None
+            else [{"episode_id": memory.episode.episode_id, "summary": memory.episode.summary}]
+        ),
+        "episode_turns": (
+            []
+            if memory.episode is None
+            else [{"id": memory.episode.episode_id, "turn_id": t} for t in memory.episode.turn_ids]
+        ),
+    }
+
+
+def write_session_memory(
+    store: Any, memory: SessionMemory, *, version: str = "unversioned", replace: bool = True
+) -> None:
+    """Write `memory` and mark its session `done`, atomically.
+
+    `replace` first removes what an earlier reconciliation wrote for the session (and the
+    entities only it used); skip it only for sessions known to be untouched (pending).
+    """
+    statements: list[tuple[str, dict[str, Any]]] = []
+    if replace:
+        statements.append((CLEAR_SESSION, {"session_id": memory.session_id}))
+    statements.append((WRITE_SESSION, memory_params(memory, version)))
+    with WRITE_LOCK:
+        results = run_write_transaction(store, statements)
+    if not results[-1]:
+        raise SessionNotFound(f"session {memory.session_id!r} is not in the graph")
+
+
+def mark_failed(store: Any, session_id: str, reason: str, *, reconciler: str, version: str) -> None:
+    """Record why a session failed; what it had before (if anything) is left as it was."""
+    params = {
+        "session_id": session_id,
+        "reason": reason[:MAX_ERROR_CHARS],
+        "reconciler": reconciler,
+        "version": version,
+    }
+    with WRITE_LOCK:
+        run_write_transaction(store, [(MARK_FAILED, params)])
+
+
+def run_write_transaction(
+    store: Any, statements: Sequence[tuple[str, dict[str, Any]]]
+) -> list[list[dict[str, Any]]]:
+    """Run `statements` in one write transaction (ArcadeDB keeps partial auto-commit writes)."""
+    return list(store.write_transaction(list(statements)))

@@ -1,0 +1,82 @@
+"""The Dagster layer: reconciled_graph materializes with its metadata, and the completeness
+check warns below the threshold."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from eval_pipeline.assets.reconcile import (
+    RECONCILE_ASSETS,
+    RECONCILE_CHECKS,
+    ReconcilerSettings,
+    reconciled_graph,
+)
+
+from .graph_fixtures import SESSION_IDS
+
+PLUGINS = "eval_pipeline_tests.reconcile.plugins"
+
+
+def materialize(store, settings: ReconcilerSettings, instance=None):
+    return dg.materialize(
+        [*RECONCILE_ASSETS, *RECONCILE_CHECKS],
+        resources={"graph": store, "reconcile": settings},
+        instance=instance or dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+
+
+def test_the_asset_key_deps_and_pool_are_as_promised():
+    spec = next(iter(reconciled_graph.specs))
+    assert spec.key == dg.AssetKey("reconciled_graph")
+    assert {d.asset_key for d in spec.deps} == {dg.AssetKey("injected_graph")}
+    assert reconciled_graph.op.pool == "graph_instance"
+
+
+def test_materialization_reports_failures_completeness_nodes_and_pins(injected_store):
+    instance = dg.DagsterInstance.ephemeral()
+    settings = ReconcilerSettings(
+        reconciler=f"{PLUGINS}:FailingReconciler",
+        config='{"fail": ["s_cafe"], "summary_sentences": 2}',
+        concurrency=3,
+        completeness_threshold=0.99,
+    )
+    result = materialize(injected_store, settings, instance)
+    assert result.success
+    meta = result.asset_materializations_for_node("reconciled_graph")[0].metadata
+    n = len(SESSION_IDS)
+    assert meta["completeness"].value == pytest.approx((n - 1) / n, abs=1e-6)
+    assert meta["sessions_failed_this_run"].value == 1
+    assert meta["sessions_done_this_run"].value == n - 1
+    table = meta["failures"].value
+    assert "| s_cafe |" in table and "on purpose" in table
+    assert "\\|" in table  # the reason's own `|` is escaped, the table stays intact
+    assert "| Chunk |" in meta["nodes"].value
+    pins = meta["pins"].value
+    assert pins["name"] == "failing" and pins["version"] == "1"
+    assert pins["config"]["summary_sentences"] == 2 and pins["reconcile_schema_version"] == 1
+    checks = result.get_asset_check_evaluations()
+    assert [(c.check_name, c.passed, c.severity) for c in checks] == [
+        ("reconcile_completeness", False, dg.AssetCheckSeverity.WARN)
+    ]
+    assert "only 5 of 6 sessions" in (checks[0].description or "")
+    logs = [e.user_message for e in instance.all_logs(result.run_id)]
+    assert any(m.startswith("reconciled 6/6 sessions") for m in logs)
+
+    # Materializing again resumes: the failed session only; then the check passes.
+    again = materialize(injected_store, ReconcilerSettings(completeness_threshold=0.99))
+    meta = again.asset_materializations_for_node("reconciled_graph")[0].metadata
+    assert meta["sessions_to_do"].value == 1 and meta["sessions_skipped_done"].value == n - 1
+    assert meta["completeness"].value == 1.0
+    assert [c.passed for c in again.get_asset_check_evaluations()] == [True]
+
+
+def test_a_configuration_that_cannot_run_fails_the_step_with_the_reason(injected_store):
+    result = materialize(injected_store, ReconcilerSettings(reconciler="llm"))
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert "needs a model" in str(failure.event_specific_data.error.message)
+    bad = materialize(injected_store, ReconcilerSettings(reconciler="nope.module:Thing"))
+    failure = next(e for e in bad.all_events if e.is_step_failure)
+    assert "cannot import module 'nope.module'" in str(failure.event_specific_data.error.message)
