@@ -1,0 +1,217 @@
+"""`fulltext`: the offline default retriever. The backend's full-text index, BM25, top-k.
+
+Query: the question's content words (stopwords dropped, Lucene-escaped) as a disjunction.
+Sources: turns always; a reconciler's chunks, facts and episodes too when the graph has a
+full-text index over them (found once per run). Each source yields its own top k; the merged
+list is ranked by score and cut to k, dropping an item whose turns are all already covered by a
+better-ranked one (a chunk repeats part of its turn). Scope `question` keeps only sessions of
+the question's haystack, scope `batch` searches every session in the graph.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from eval_pipeline.graph.errors import GraphError
+from eval_pipeline.retrieve import fulltext_queries as ftq
+from eval_pipeline.retrieve.guarded_read import GuardedReader
+from eval_pipeline.retrieve.protocol import (
+    RetrievalEnv,
+    RetrievalError,
+    RetrievalOutput,
+    RetrievalRequest,
+    RetrievalTrace,
+)
+from eval_pipeline.retrieve.results import RetrievedItem
+from eval_pipeline.retrieve.terms import content_terms, or_query
+
+log = logging.getLogger(__name__)
+
+CONTEXT_FORMATS = ("dated", "text")
+HAYSTACK_MAX_ROWS = 100_000
+
+
+class FulltextRetriever:
+    name = "fulltext"
+    version = 1
+
+    def __init__(
+        self,
+        env: RetrievalEnv,
+        *,
+        sources: str | list[str] = "auto",
+        context_format: str = "dated",
+        max_terms: int = 32,
+    ) -> None:
+        """`sources`: "auto" (turns plus whatever else is indexed), or a list of kinds
+        (turn, chunk, fact, episode). `context_format`: "dated" prefixes each context string
+        with its date and speaker (the reader needs dates for temporal questions), "text" hands
+        over the bare text."""
+        if env.backend not in ftq.BACKENDS:
+            raise ValueError(
+                f"fulltext retriever: no full-text query for backend {env.backend!r}; "
+                f"known: {', '.join(ftq.BACKENDS)}"
+            )
+        if context_format not in CONTEXT_FORMATS:
+            raise ValueError(f"context_format must be one of {CONTEXT_FORMATS}")
+        wanted = ["auto"] if sources == "auto" else list(sources)
+        unknown = sorted(set(wanted) - set(ftq.KINDS) - {"auto"})
+        if unknown:
+            raise ValueError(f"unknown fulltext sources {unknown}; known: {list(ftq.KINDS)}")
+        self.env = env
+        self.backend = env.backend
+        self.wanted = wanted
+        self.context_format = context_format
+        self.max_terms = max_terms
+        self.reader = GuardedReader(env.store, timeout_s=env.query_timeout_s, max_rows=env.max_rows)
+        self._sources: list[ftq.FulltextSource] | None = None
+        self._discovery_note: str | None = None
+
+    # --- sources ------------------------------------------------------------------------
+
+    def sources(self) -> list[ftq.FulltextSource]:
+        """The indexed sources searched, discovered on first use (the graph is fixed by then)."""
+        if self._sources is None:
+            found = self._discover()
+            by_kind = {s.source.kind: s for s in found}
+            if "turn" not in by_kind:  # always search turns; a missing index fails loudly
+                by_kind["turn"] = ftq.turn_source(self.backend)
+            if self.wanted == ["auto"]:
+                kinds = [k for k in ftq.KINDS if k in by_kind]
+            else:
+                missing = [k for k in self.wanted if k not in by_kind]
+                if missing:
+                    raise RetrievalError(
+                        f"fulltext sources {missing} have no full-text index in the graph"
+                    )
+                kinds = [k for k in ftq.KINDS if k in self.wanted]
+            self._sources = [by_kind[k] for k in kinds]
+        return self._sources
+
+    def _discover(self) -> list[ftq.FulltextSource]:
+        store: Any = self.env.store
+        try:
+            if self.backend == ftq.ARCADEDB:
+                rows = store.read(ftq.ARCADEDB_LIST_INDEXES, timeout_s=60, max_rows=10_000)
+                return ftq.sources_from_arcadedb(rows)
+            # Memgraph lists indexes only in an auto-commit transaction.
+            if callable(getattr(store, "autocommit", None)):
+                return ftq.sources_from_memgraph(store.autocommit(ftq.MEMGRAPH_LIST_INDEXES))
+        except GraphError as exc:
+            self._discovery_note = f"full-text index discovery failed, searching turns only: {exc}"
+            log.warning("%s", self._discovery_note)
+        return []
+
+    # --- retrieval ----------------------------------------------------------------------
+
+    def terms(self, question: str) -> list[str]:
+        return content_terms(question, max_terms=self.max_terms)
+
+    def haystack(self, question_id: str, trace: RetrievalTrace | None) -> list[str]:
+        rows = self.reader.read(
+            ftq.HAYSTACK_STATEMENT,
+            {"question_id": question_id},
+            trace=trace,
+            max_rows=HAYSTACK_MAX_ROWS,
+        )
+        return [str(r["session_id"]) for r in rows]
+
+    def retrieve(self, request: RetrievalRequest, trace: RetrievalTrace) -> RetrievalOutput:
+        sources = self.sources()
+        terms = self.terms(request.question)
+        if not terms:
+            trace.note("the question has no content words to search for")
+            return RetrievalOutput(items=[], context=[])
+        haystack: list[str] | None = None
+        if request.scope == "question":
+            haystack = self.haystack(request.question_id, trace)
+            if not haystack:
+                raise RetrievalError(
+                    f"question {request.question_id!r} has no haystack sessions in the graph "
+                    "(was it injected with this batch?)"
+                )
+        query = or_query(terms)
+        candidates: list[tuple[ftq.SourceKind, dict]] = []
+        for source in sources:
+            statement = ftq.search_statement(
+                self.backend, source.source, scoped=haystack is not None
+            )
+            params = ftq.search_params(self.backend, source, query, request.top_k, haystack)
+            rows = self.reader.read(statement, params, trace=trace, max_rows=request.top_k)
+            candidates.extend((source.source, row) for row in rows)
+        items, context = self._rank(candidates, request.top_k)
+        return RetrievalOutput(items=items, context=context)
+
+    def _rank(
+        self, candidates: list[tuple[ftq.SourceKind, dict]], k: int
+    ) -> tuple[list[RetrievedItem], list[str]]:
+        order = {kind: i for i, kind in enumerate(ftq.KINDS)}
+        candidates.sort(
+            key=lambda c: (-float(c[1].get("score") or 0.0), order[c[0].kind], str(c[1]["id"]))
+        )
+        covered: set[str] = set()
+        items: list[RetrievedItem] = []
+        context: list[str] = []
+        for source, row in candidates:
+            turn_ids = sorted((str(t) for t in row.get("turn_ids") or [] if t), key=_turn_sort_key)
+            # Episodes summarise whole sessions: they neither hide turns nor get hidden.
+            if source.kind != "episode":
+                if turn_ids and covered.issuperset(turn_ids):
+                    continue
+                covered.update(turn_ids)
+            text = str(row.get("text") or "")
+            session_id = row.get("session_id")
+            sessions = [str(session_id)] if session_id else _sessions_of(turn_ids)
+            items.append(
+                RetrievedItem(
+                    text=text,
+                    turn_ids=turn_ids,
+                    session_ids=sessions,
+                    score=float(row["score"]) if row.get("score") is not None else None,
+                    kind=source.kind,
+                )
+            )
+            context.append(self._context_string(text, row))
+            if len(items) >= k:
+                break
+        return items, context
+
+    def _context_string(self, text: str, row: dict) -> str:
+        if self.context_format == "text":
+            return text
+        when = _short_time(row.get("timestamp"))
+        who = row.get("role")
+        label = ", ".join(str(p) for p in (when, who) if p)
+        return f"[{label}] {text}" if label else text
+
+    def pins(self) -> dict[str, Any]:
+        return {
+            "retriever": self.name,
+            "version": self.version,
+            "backend": self.backend,
+            "sources": [s.source.kind for s in self.sources()],
+            "context_format": self.context_format,
+            "max_terms": self.max_terms,
+            "discovery_problem": self._discovery_note,
+        }
+
+
+def _turn_sort_key(turn_id: str) -> tuple[str, int]:
+    session, _, index = turn_id.rpartition("#")
+    return (session, int(index)) if index.isdigit() else (turn_id, -1)
+
+
+def _sessions_of(turn_ids: list[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for tid in turn_ids:
+        seen.setdefault(tid.rpartition("#")[0], None)
+    return [s for s in seen if s]
+
+
+def _short_time(value: Any) -> str | None:
+    """ "2023-05-30T23:40:03" -> "2023-05-30 23:40": the seconds are the turn's index, not time."""
+    if not value:
+        return None
+    text = str(value).replace("T", " ")
+    return text[:16]

@@ -1,0 +1,144 @@
+"""The `retrieval_results` asset and its blocking check, on the real embedded server."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from eval_pipeline.assets.resources import ProjectPaths
+from eval_pipeline.assets.retrieval import (
+    FINGERPRINT_AFTER,
+    FINGERPRINT_BEFORE,
+    MANIFEST_FILE,
+    RESULTS_FILE,
+    RETRIEVAL_ASSETS,
+    RETRIEVAL_CHECKS,
+    RetrievalSettings,
+    percentile,
+)
+from eval_pipeline.corpus.jsonl import read_jsonl, write_jsonl
+from eval_pipeline.retrieve.results import QuestionRetrieval
+from eval_pipeline_tests.retrieve.fixture_graph import QUESTIONS, golden_rows
+
+
+def _materialize(tmp_path, store, goldens, **settings):
+    (tmp_path / "corpus").mkdir(parents=True, exist_ok=True)
+    write_jsonl(tmp_path / "corpus" / "goldens.jsonl", goldens)
+    return dg.materialize(
+        [*RETRIEVAL_ASSETS, *RETRIEVAL_CHECKS],
+        resources={
+            "paths": ProjectPaths(state_dir=str(tmp_path)),
+            "graph": store,
+            "retrieval": RetrievalSettings(**settings),
+        },
+        instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+
+
+def test_asset_writes_one_result_per_question_and_the_check_passes(tmp_path, fixture_store):
+    goldens = golden_rows()
+    goldens.append({**goldens[0], "name": "q_missing"})  # not in the graph: a recorded miss
+    result = _materialize(tmp_path, fixture_store, goldens)
+    assert result.success
+
+    rows = [
+        QuestionRetrieval.model_validate(r)
+        for r in read_jsonl(tmp_path / "retrieval" / RESULTS_FILE)
+    ]
+    assert [r.question_id for r in rows] == [*QUESTIONS, "q_missing"]
+    by_id = {r.question_id: r for r in rows}
+    for qid, (_, _, best) in QUESTIONS.items():
+        r = by_id[qid]
+        assert r.retriever == "fulltext" and r.scope == "question"
+        assert r.reader == "offline:extractive"
+        assert r.retrieved_turn_ids[0] == best and r.errors == []
+        assert r.answer == r.retrieval_context[0] and r.payload_tokens > 0
+    missing = by_id["q_missing"]
+    assert missing.items == [] and missing.answer is None
+    assert "no haystack sessions" in missing.errors[0]
+    assert (tmp_path / "retrieval" / MANIFEST_FILE).is_file()
+
+    (mat,) = result.get_asset_materialization_events()
+    meta = {k: v.value for k, v in mat.materialization.metadata.items()}
+    assert meta["questions"] == 4 and meta["retrieval_failed"] == 1
+    assert meta["scope"] == "question" and meta["retriever"] == "fulltext"
+    assert meta["latency_p50_ms"] > 0 and meta["latency_p95_ms"] >= meta["latency_p50_ms"]
+    assert meta["payload_tokens_median"] > 0
+    assert meta["pins"]["retriever"]["sources"] == ["turn"]
+    assert meta["pins"]["tokenizer"]["tokenizer"] == "o200k_base"
+    assert meta[FINGERPRINT_BEFORE] == meta[FINGERPRINT_AFTER]
+    (check,) = result.get_asset_check_evaluations()
+    assert check.check_name == "retrieval_left_graph_unchanged" and check.passed
+
+
+def test_batch_scope_and_bad_settings(tmp_path, fixture_store):
+    ok = _materialize(tmp_path, fixture_store, golden_rows(), scope="batch", top_k=3)
+    assert ok.success
+    rows = list(read_jsonl(tmp_path / "retrieval" / RESULTS_FILE))
+    assert {r["scope"] for r in rows} == {"batch"} and all(len(r["items"]) <= 3 for r in rows)
+
+    bad = _materialize(tmp_path / "b", fixture_store, golden_rows(), scope="everything")
+    assert not bad.success
+    offline_agent = _materialize(
+        tmp_path / "c", fixture_store, golden_rows(), retriever="graph_agent"
+    )
+    assert not offline_agent.success
+    assert not (tmp_path / "c" / "retrieval" / RESULTS_FILE).exists()
+
+
+def test_percentile_is_nearest_rank():
+    assert percentile([], 50) is None
+    assert percentile([3.0, 1.0, 2.0], 50) == 2.0
+    assert percentile(list(map(float, range(1, 101))), 95) == 95.0
+    assert percentile([5.0], 95) == 5.0
+
+
+def test_graph_agent_and_llm_reader_through_the_asset(tmp_path, fixture_store, monkeypatch):
+    """The asset wired to models on the local OpenAI wire-format server: the agent queries
+    once then finishes, the reader answers; usage lands in the metadata, the graph is intact."""
+    import json
+
+    from eval_pipeline.llm.wire_server import ScriptedReply, WireServer
+    from eval_pipeline_tests.retrieve.support import TEST_KEY
+
+    query = (
+        "MATCH (:Question {question_id: $question_id})-[:HAYSTACK]->(:Session)"
+        "-[:HAS_TURN]->(t:Turn) RETURN t.turn_id AS turn_id, t.text AS text "
+        "ORDER BY t.turn_id LIMIT 3"
+    )
+
+    def responder(request):
+        if "AgentStep" not in json.dumps(request.body):
+            return ScriptedReply(text="From memory: see the excerpts.")
+        first = request.last_user_text.startswith("Question (asked on")
+        step = {"action": "query", "cypher": query} if first else {"action": "finish"}
+        return ScriptedReply(text=json.dumps(step))
+
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    with WireServer(responder) as wire:
+        spec = f"openai:gpt-4o-mini@{wire.openai_base_url}"
+        result = _materialize(
+            tmp_path,
+            fixture_store,
+            golden_rows(),
+            retriever="graph_agent",
+            retrieval_agent=spec,
+            reader=spec,
+            llm_cache_path=str(tmp_path / "llm.sqlite3"),
+        )
+    assert result.success
+    rows = [
+        QuestionRetrieval.model_validate(r)
+        for r in read_jsonl(tmp_path / "retrieval" / RESULTS_FILE)
+    ]
+    assert [r.retriever for r in rows] == ["graph_agent"] * 3
+    for r in rows:
+        assert r.answer == "From memory: see the excerpts." and r.reader == spec
+        assert len(r.items) == 3 and r.queries[0].rows == 3
+    (mat,) = result.get_asset_materialization_events()
+    meta = {k: v.value for k, v in mat.materialization.metadata.items()}
+    assert meta["pins"]["retriever"]["model"] == spec
+    assert "retrieval_agent" in json.dumps(meta["llm_usage"])
+    assert meta[FINGERPRINT_BEFORE] == meta[FINGERPRINT_AFTER]
+    (check,) = result.get_asset_check_evaluations()
+    assert check.passed
