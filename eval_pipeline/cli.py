@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from eval_pipeline.corpus.errors import CorpusError
 from eval_pipeline.corpus.sampling import SampleSpec
 from eval_pipeline.corpus.upstream import HF_REVISION, UpstreamSpec
+from eval_pipeline.run_chain import RunOptions
 
 
 class UsageError(Exception):
@@ -35,8 +36,8 @@ def upstream_spec_from_args(args: argparse.Namespace) -> UpstreamSpec:
 def sample_spec_from_args(args: argparse.Namespace) -> SampleSpec:
     return SampleSpec(
         sample=args.sample,
-        seed=args.seed,
-        floor=args.floor,
+        seed=0 if args.seed is None else args.seed,
+        floor=1 if args.floor is None else args.floor,
         max_sessions_per_question=args.max_sessions_per_question,
     )
 
@@ -53,8 +54,8 @@ def _add_corpus_options(p: argparse.ArgumentParser, *, upstream_required: bool) 
     p.add_argument("--revision", default=HF_REVISION, help="Hugging Face commit (40 hex)")
     p.add_argument("--sha256", help="expected sha256 of the upstream file (overrides the pin)")
     p.add_argument("--sample", type=int, metavar="N", help="questions to draw (default: all)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed")
-    p.add_argument("--floor", type=int, default=1, help="minimum questions per stratum")
+    p.add_argument("--seed", type=int, metavar="S", help="sampling seed (default 0)")
+    p.add_argument("--floor", type=int, help="minimum questions per stratum (default 1)")
     p.add_argument(
         "--max-sessions-per-question",
         type=int,
@@ -78,13 +79,56 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     return 0
 
 
+RUN_OPTION_KEYS = (
+    "runs_dir",
+    "label",
+    "reconciler",
+    "reconciler_model",
+    "retriever",
+    "retrieval_agent",
+    "scope",
+    "top_k",
+    "reader",
+    "judge",
+    "backend",
+    "graph_uri",
+    "graph_database",
+    "graph_http_url",
+)
+
+
+def run_options_from_args(args: argparse.Namespace) -> RunOptions:
+    """--config FILE first (JSON or YAML, the same keys), then the options given."""
+    values: dict = {}
+    if args.config:
+        values = load_config_file(Path(args.config))
+    corpus_keys = ("upstream", "sample", "seed", "floor", "max_sessions_per_question")
+    if any(getattr(args, k) is not None for k in corpus_keys) or "upstream" not in values:
+        values["upstream"] = upstream_spec_from_args(args)
+    if any(getattr(args, k) is not None for k in corpus_keys[1:]) or "sample" not in values:
+        values["sample"] = sample_spec_from_args(args)
+    for key in RUN_OPTION_KEYS:
+        if getattr(args, key) is not None:
+            values[key] = getattr(args, key)
+    return RunOptions.model_validate(values)
+
+
+def load_config_file(path: Path) -> dict:
+    import yaml  # installed with dagster
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise UsageError(f"--config {path}: not valid YAML/JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--config {path}: expected a mapping of option names to values")
+    return data
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from eval_pipeline.run_chain import run_chain
 
-    return run_chain(
-        upstream=upstream_spec_from_args(args),
-        sample=sample_spec_from_args(args),
-    )
+    return run_chain(run_options_from_args(args))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,7 +144,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="materialize the whole chain through Dagster")
     _add_corpus_options(p, upstream_required=False)
+    p.add_argument("--runs-dir", metavar="DIR", help="where run bundles go")
+    p.add_argument("--label", metavar="L", help="a label in the run directory name")
+    p.add_argument("--reconciler", metavar="NAME", help="none | extractive | llm | pkg.mod:Class")
+    p.add_argument("--reconciler-model", metavar="P:MODEL", help="model for --reconciler llm")
+    p.add_argument("--retriever", metavar="NAME", help="fulltext | graph_agent | pkg.mod:Class")
+    p.add_argument("--retrieval-agent", metavar="P:MODEL", help="model for graph_agent")
+    p.add_argument("--scope", choices=["question", "batch"], help="retrieval scope")
+    p.add_argument("--top-k", type=int, metavar="K", help="items retrieved per question")
+    p.add_argument("--reader", metavar="P:MODEL", help="reader model (default: offline)")
+    p.add_argument("--judge", metavar="P:MODEL", help="judge model (default: none, unscored)")
+    p.add_argument("--backend", choices=["arcadedb", "memgraph"], help="graph dialect")
+    p.add_argument("--graph-uri", metavar="URI", help="bolt://host:port (default: embedded)")
+    p.add_argument("--graph-database", metavar="NAME", help="database on that server")
+    p.add_argument("--graph-http-url", metavar="URL", help="ArcadeDB HTTP API, for indexes")
+    p.add_argument("--config", metavar="FILE", help="YAML/JSON file with the same options")
     p.set_defaults(func=cmd_run)
+
+    from eval_pipeline.graph.cli import register as register_graph
+
+    register_graph(sub)
     return parser
 
 
@@ -115,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        print(f"eval-pipeline: error: option {where}: {first['msg']}", file=sys.stderr)
+        message = first["msg"].removeprefix("Value error, ")
+        print(f"eval-pipeline: error: option {where}: {message}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"eval-pipeline: error: {exc}", file=sys.stderr)

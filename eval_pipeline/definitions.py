@@ -3,13 +3,38 @@
 `dagster dev -m eval_pipeline.definitions` (or workspace.yaml) loads this module.
 """
 
+import os
+
 import dagster as dg
 
 from eval_pipeline.assets.corpus import CORPUS_ASSETS, CORPUS_CHECKS
+from eval_pipeline.assets.graph import GRAPH_ASSETS, GRAPH_CHECKS
+from eval_pipeline.assets.reconcile import RECONCILE_ASSETS, RECONCILE_CHECKS, ReconcilerSettings
 from eval_pipeline.assets.resources import CorpusSettings, ProjectPaths
+from eval_pipeline.assets.retrieval import RETRIEVAL_ASSETS, RETRIEVAL_CHECKS, RetrievalSettings
+from eval_pipeline.assets.scoring import SCORING_ASSETS, ScoringSettings
+from eval_pipeline.graph.store import GraphStore
 
-ALL_ASSETS = [*CORPUS_ASSETS]
-ALL_CHECKS = [*CORPUS_CHECKS]
+ALL_ASSETS = [*CORPUS_ASSETS, *GRAPH_ASSETS, *RECONCILE_ASSETS, *RETRIEVAL_ASSETS, *SCORING_ASSETS]
+ALL_CHECKS = [*CORPUS_CHECKS, *GRAPH_CHECKS, *RECONCILE_CHECKS, *RETRIEVAL_CHECKS]
+
+
+def graph_store() -> GraphStore:
+    """The embedded ArcadeDB unless EVAL_GRAPH_URI names another server (the compose
+    deployment sets it to Memgraph); credentials only ever come from the environment."""
+    if not os.environ.get("EVAL_GRAPH_URI"):
+        return GraphStore()
+    return GraphStore(
+        backend=os.environ.get("EVAL_GRAPH_BACKEND", "memgraph"),
+        uri=dg.EnvVar("EVAL_GRAPH_URI"),
+        database=os.environ.get("EVAL_GRAPH_DATABASE", "memgraph"),
+        user=dg.EnvVar("EVAL_GRAPH_USER") if os.environ.get("EVAL_GRAPH_USER") else None,
+        password=(
+            dg.EnvVar("EVAL_GRAPH_PASSWORD") if os.environ.get("EVAL_GRAPH_PASSWORD") else None
+        ),
+        http_url=os.environ.get("EVAL_GRAPH_HTTP_URL"),
+    )
+
 
 # One graph database per chain: steps run one after another in one process (the
 # multiprocess executor costs ~2.5 s per step here and buys no parallelism).
@@ -17,7 +42,7 @@ eval_chain = dg.define_asset_job(
     name="eval_chain",
     selection=dg.AssetSelection.all(),
     executor_def=dg.in_process_executor,
-    description="The whole evaluation chain, upstream file to the last stage.",
+    description="The whole evaluation chain, upstream file to the scored run.",
     # The queued coordinator (deploy/dagster.yaml) allows one run per graph instance.
     tags={"eval_pipeline/graph_instance": "default"},
 )
@@ -29,5 +54,9 @@ defs = dg.Definitions(
     resources={
         "paths": ProjectPaths(),
         "corpus": CorpusSettings(),
+        "graph": graph_store(),
+        "reconcile": ReconcilerSettings(),
+        "retrieval": RetrievalSettings(),
+        "scoring": ScoringSettings(),
     },
 )

@@ -1,8 +1,9 @@
 """Gate then rank: which metrics decide "covered", and the weakest link when one fails.
 
-A question is covered only if every gating metric passed. A gating metric that was never
-taken (judge outage, no judge, no evidence to recall) makes coverage unknown (`None`), not
-a failure. A zero-token payload never covers an answerable question, whatever the metrics say.
+A question is covered only if every gating metric passed, and decided only when every
+gating metric was taken: one never taken (judge outage, no evidence to recall) makes
+coverage unknown (`None`), not a failure, though a gate that did fail is still named. A
+zero-token payload never covers an answerable question (it is named first).
 """
 
 from __future__ import annotations
@@ -49,14 +50,17 @@ def decide_coverage(
     right behaviour for an abstention question, which its answer gate decides.
     """
     gating = {name: m for name, m in metrics.items() if m.gating}
-    if payload_tokens == 0 and not abstention:
-        return False, "empty_payload"
-    if not gating:
-        return None, None
     failed = [name for name, m in gating.items() if m.passed is False]
-    if failed:
-        order = {name: i for i, name in enumerate(STAGE_ORDER)}
-        return False, min(failed, key=lambda n: order.get(n, len(order)))
+    if payload_tokens == 0 and not abstention:
+        failed.insert(0, "empty_payload")
+    order = {name: i for i, name in enumerate(STAGE_ORDER)}
+    weakest = min(failed, key=lambda n: order.get(n, -1)) if failed else None
     if any(m.passed is None for m in gating.values()):
+        # Decided only when every gate was taken: during a judge outage only failures could
+        # be decided, and a rate over those alone would read as a collapse to 0%.
+        return None, weakest
+    if failed:
+        return False, weakest
+    if not gating:
         return None, None
     return True, None

@@ -142,3 +142,13 @@ def test_summary_all_unscored_gives_none_not_zero(tokenizer):
         "pass_rate": None,
     }
     assert "| unscored | unscored |" in summary_markdown(summarize(rows))
+
+
+def test_a_failed_gate_with_another_unscored_is_undecided_but_named():
+    """During a judge outage only failures could be decided; counting them would bias the
+    coverage rate towards 0, so the question stays unscored and the failure is still named."""
+    m = {
+        "evidence_recall": MetricResult.judged(0.0, 1.0, "missing", gating=True),
+        "answer_judge": MetricResult.unscored("judge error", gating=True),
+    }
+    assert decide_coverage(m, 10) == (None, "evidence_recall")

@@ -1,0 +1,115 @@
+"""`eval-pipeline run` end to end, as a user runs it: offline on the bundled sample, then
+with a judge whose provider is down. Real embedded graph server, real Dagster instance."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval_pipeline.corpus.jsonl import read_jsonl
+from eval_pipeline.llm.wire_server import ScriptedReply, WireServer
+from eval_pipeline.runs.bundle import BUNDLE_FILES
+from eval_pipeline.score.retrieval_metrics import KS, LEVELS, METRIC_NAMES, VARIANTS
+
+EXE = str(Path(sys.executable).with_name("eval-pipeline"))
+KEY = "sk-test-e2e-LEAKCANARY-31415926"
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    root = tmp_path_factory.mktemp("e2e")
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "CONFIDENT_API_KEY"},
+        "EVAL_PIPELINE_HOME": str(root / "state"),
+        "DAGSTER_HOME": str(root / "state" / "dagster_home"),
+    }
+    yield root, env
+    subprocess.run([EXE, "graph", "stop"], env=env, capture_output=True, timeout=60)
+
+
+def run(env, *args, timeout=600):
+    return subprocess.run(
+        [EXE, "run", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture(scope="module")
+def offline_run(home):
+    root, env = home
+    res = run(env, "--label", "offline")
+    assert res.returncode == 0, res.stderr[-3000:]
+    return Path(res.stdout.strip().splitlines()[-1]), res
+
+
+def test_offline_run_writes_a_complete_bundle(offline_run):
+    run_dir, res = offline_run
+    assert sorted(p.name for p in run_dir.iterdir()) == sorted(BUNDLE_FILES)
+    assert "tier 1: 31 questions" in res.stdout
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    pins = manifest["pins"]
+    assert pins["corpus"]["upstream"]["source"] == "sample"
+    assert pins["graph"]["backend"] == "arcadedb" and pins["graph"]["fingerprint"]
+    assert pins["reconciler"]["name"] == "extractive"
+    assert pins["retriever"]["retriever"] == "fulltext" and pins["scope"] == "question"
+    assert pins["judge"] == {"model": "offline", "prompt_hash": None}
+    assert pins["tokenizer"]["tokenizer"] == "o200k_base"
+    assert set(manifest["stages"]) >= {"injected_graph", "retrieval_results", "scored_run"}
+    rows = list(read_jsonl(run_dir / "results.jsonl"))
+    hyps = list(read_jsonl(run_dir / "hypotheses.jsonl"))
+    assert len(rows) == len(hyps) == 31
+    assert set(hyps[0]) == {"question_id", "hypothesis"}
+    assert all(r["metrics"]["answer_judge"]["score"] is None for r in rows)  # no judge: unscored
+
+
+def test_summary_recall_recomputes_from_results(offline_run):
+    run_dir, _ = offline_run
+    rows = list(read_jsonl(run_dir / "results.jsonl"))
+    summary = json.loads((run_dir / "summary.json").read_text())["tiers"]["1"]
+    for level in LEVELS:
+        for variant in VARIANTS:
+            for name in METRIC_NAMES:
+                for k in KS:
+                    key = f"{name}@{k}"
+                    values = [r["retrieval_metrics"][level][variant][key] for r in rows]
+                    scored = [v for v in values if v is not None]
+                    expected = sum(scored) / len(scored) if scored else None
+                    got = summary["retrieval"][level][variant][key]["mean"]
+                    assert got == pytest.approx(expected), (level, variant, key)
+    answerable = [r for r in rows if not r["abstention"]]
+    covered = [r["covered"] for r in answerable if r["covered"] is not None]
+    assert summary["coverage"]["rate"] == pytest.approx(sum(covered) / len(covered))
+
+
+def test_judge_outage_gives_unscored_not_zero_and_no_key_in_bundle(home, offline_run):
+    root, env = home
+    with WireServer(responder=lambda r: ScriptedReply(status=500, text="down")) as server:
+        cfg = root / "judge.yaml"
+        cfg.write_text(f"judge: openai_compatible:judge-model@{server.openai_base_url}\n")
+        env = {**env, "OPENAI_API_KEY": KEY}  # in the environment, never in the bundle
+        res = run(env, "--config", str(cfg), "--label", "outage")
+        assert server.request_count > 0  # the judge really was called
+    assert res.returncode == 0, res.stderr[-3000:]
+    run_dir = Path(res.stdout.strip().splitlines()[-1])
+    summary = json.loads((run_dir / "summary.json").read_text())["tiers"]["1"]
+    assert summary["coverage"] is None  # nothing scored: a None rate, not 0%
+    assert summary["counts"]["covered"] == 0 and summary["counts"]["unscored"] > 0
+    rows = list(read_jsonl(run_dir / "results.jsonl"))
+    assert all(r["metrics"]["answer_judge"]["score"] is None for r in rows)
+    assert any(r["metrics"]["answer_judge"]["error"] for r in rows)
+    assert "coverage unscored" in res.stdout
+    for path in run_dir.rglob("*"):
+        assert KEY not in path.read_text(), path
+    # The offline run's bundle was not touched by the second run.
+    assert offline_run[0].exists() and offline_run[0] != run_dir
+
+
+def test_bad_option_is_one_clear_line(home):
+    _, env = home
+    res = run(env, "--judge", "nope:x", timeout=120)
+    assert res.returncode != 0
+    assert res.stderr.strip().splitlines()[-1].startswith("eval-pipeline: error: option judge")
