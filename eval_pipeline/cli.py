@@ -94,6 +94,7 @@ RUN_OPTION_KEYS = (
     "graph_uri",
     "graph_database",
     "graph_http_url",
+    "repeat",
 )
 
 
@@ -158,12 +159,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--graph-uri", metavar="URI", help="bolt://host:port (default: embedded)")
     p.add_argument("--graph-database", metavar="NAME", help="database on that server")
     p.add_argument("--graph-http-url", metavar="URL", help="ArcadeDB HTTP API, for indexes")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        metavar="N",
+        help="N runs of retrieval and scoring over one graph (for eval-pipeline calibrate)",
+    )
     p.add_argument("--config", metavar="FILE", help="YAML/JSON file with the same options")
     p.set_defaults(func=cmd_run)
 
     from eval_pipeline.graph.cli import register as register_graph
+    from eval_pipeline.runs.cli import register as register_runs
 
     register_graph(sub)
+    register_runs(sub)
     return parser
 
 

@@ -7,6 +7,7 @@ import os
 
 import dagster as dg
 
+from eval_pipeline.assets.compare import COMPARE_ASSETS, COMPARE_CHECKS, COMPARE_RESOURCES
 from eval_pipeline.assets.corpus import CORPUS_ASSETS, CORPUS_CHECKS
 from eval_pipeline.assets.graph import GRAPH_ASSETS, GRAPH_CHECKS
 from eval_pipeline.assets.reconcile import RECONCILE_ASSETS, RECONCILE_CHECKS, ReconcilerSettings
@@ -15,8 +16,15 @@ from eval_pipeline.assets.retrieval import RETRIEVAL_ASSETS, RETRIEVAL_CHECKS, R
 from eval_pipeline.assets.scoring import SCORING_ASSETS, ScoringSettings
 from eval_pipeline.graph.store import GraphStore
 
-ALL_ASSETS = [*CORPUS_ASSETS, *GRAPH_ASSETS, *RECONCILE_ASSETS, *RETRIEVAL_ASSETS, *SCORING_ASSETS]
-ALL_CHECKS = [*CORPUS_CHECKS, *GRAPH_CHECKS, *RECONCILE_CHECKS, *RETRIEVAL_CHECKS]
+ALL_ASSETS = [
+    *CORPUS_ASSETS,
+    *GRAPH_ASSETS,
+    *RECONCILE_ASSETS,
+    *RETRIEVAL_ASSETS,
+    *SCORING_ASSETS,
+    *COMPARE_ASSETS,
+]
+ALL_CHECKS = [*CORPUS_CHECKS, *GRAPH_CHECKS, *RECONCILE_CHECKS, *RETRIEVAL_CHECKS, *COMPARE_CHECKS]
 
 
 def graph_store() -> GraphStore:
@@ -58,5 +66,6 @@ defs = dg.Definitions(
         "reconcile": ReconcilerSettings(),
         "retrieval": RetrievalSettings(),
         "scoring": ScoringSettings(),
+        **COMPARE_RESOURCES,
     },
 )

@@ -39,6 +39,7 @@ class RunOptions(BaseModel):
     graph_uri: str | None = None
     graph_database: str | None = None
     graph_http_url: str | None = None
+    repeat: int = Field(default=1, ge=1)
 
     @field_validator("reader", "judge", "reconciler_model", "retrieval_agent")
     @classmethod
@@ -126,37 +127,85 @@ def print_summary(run_dir: Path) -> None:
         )
 
 
-def run_chain(opts: RunOptions) -> int:
-    from eval_pipeline.dagster_home import local_instance
-    from eval_pipeline.definitions import defs
+# Repeats re-run only what can vary between runs of one configuration (retrieval, reading,
+# judging) over the same graph; the noise floor comes from their spread.
+REPEAT_ASSETS = ("retrieval_results", "scored_run")
 
-    instance = local_instance()
-    job = defs.resolve_job_def("eval_chain")
+
+def _execute(job, instance, run_config: dict, asset_selection=None) -> tuple[int, Path | None]:
     result = job.execute_in_process(
-        run_config=chain_run_config(opts), instance=instance, raise_on_error=False
+        run_config=run_config,
+        instance=instance,
+        raise_on_error=False,
+        asset_selection=asset_selection,
     )
+    run_dir = None
+    for mat in result.get_asset_materialization_events():
+        if mat.asset_key.to_user_string() == "scored_run":
+            run_dir = Path(mat.materialization.metadata["run_dir"].value)
     if not result.success:
         failed = [
             f"{ev.step_key}: {_innermost_message(ev.step_failure_data.error)}"
             for ev in result.all_events
             if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error
         ]
+        failed += [
+            f"check {ev.check_name}"
+            for ev in result.get_asset_check_evaluations()
+            if not ev.passed and ev.severity.value != "WARN"
+        ]
         print(
             f"eval-pipeline: error: run {result.run_id} failed at " + "; ".join(failed),
             file=sys.stderr,
         )
-        return 1
+        return 1, run_dir
     for ev in result.get_asset_check_evaluations():
         if not ev.passed:
-            level = "warning" if ev.severity.value == "WARN" else "check failed"
-            print(f"{level}: {ev.asset_key.to_user_string()}:{ev.check_name}", file=sys.stderr)
-    run_dir = None
-    for mat in result.get_asset_materialization_events():
-        if mat.asset_key.to_user_string() == "scored_run":
-            run_dir = Path(mat.materialization.metadata["run_dir"].value)
+            print(f"warning: {ev.asset_key.to_user_string()}:{ev.check_name}", file=sys.stderr)
     if run_dir is None:
         print(f"eval-pipeline: error: run {result.run_id} wrote no run bundle", file=sys.stderr)
-        return 1
-    print_summary(run_dir)
-    print(run_dir)
+        return 1, None
+    return 0, run_dir
+
+
+def repeat_run_config(opts: RunOptions, k: int) -> dict:
+    """Repeat k reads and judges afresh: its own LLM cache file, so it is not a replay of
+    repeat 1, yet is itself reproducible from that file."""
+    from eval_pipeline.settings import state_dir
+
+    config = chain_run_config(opts)
+    cache = str(state_dir() / f"llm_cache.repeat-{k}.sqlite3")
+    resources = config["resources"]
+    resources["retrieval"]["config"]["llm_cache_path"] = cache
+    resources["scoring"]["config"]["llm_cache_path"] = cache
+    resources["scoring"]["config"]["label"] = f"{opts.label or 'run'}-repeat{k}"
+    return config
+
+
+def run_chain(opts: RunOptions) -> int:
+    import dagster as dg
+
+    from eval_pipeline.dagster_home import local_instance
+    from eval_pipeline.definitions import defs
+
+    instance = local_instance()
+    job = defs.resolve_job_def("eval_chain")
+    code, run_dir = _execute(job, instance, chain_run_config(opts))
+    if code != 0 or run_dir is None:
+        return code or 1
+    run_dirs = [run_dir]
+    for k in range(2, opts.repeat + 1):
+        selection = [dg.AssetKey(key) for key in REPEAT_ASSETS]
+        code, run_dir = _execute(job, instance, repeat_run_config(opts, k), selection)
+        if code != 0 or run_dir is None:
+            return code or 1
+        run_dirs.append(run_dir)
+    print_summary(run_dirs[0])
+    if len(run_dirs) > 1:
+        print(
+            f"{len(run_dirs)} repeats; calibrate with: eval-pipeline calibrate "
+            + " ".join(str(d) for d in run_dirs)
+        )
+    for d in run_dirs:
+        print(d)
     return 0

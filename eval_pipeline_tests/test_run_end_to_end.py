@@ -113,3 +113,30 @@ def test_bad_option_is_one_clear_line(home):
     res = run(env, "--judge", "nope:x", timeout=120)
     assert res.returncode != 0
     assert res.stderr.strip().splitlines()[-1].startswith("eval-pipeline: error: option judge")
+
+
+def test_repeats_calibrate_and_compare(home, offline_run):
+    """`run --repeat 2` gives two bundles over one graph; calibrate and compare accept them."""
+    root, env = home
+    res = run(env, "--repeat", "2", "--label", "rep")
+    assert res.returncode == 0, res.stderr[-3000:]
+    first, second = (Path(p) for p in res.stdout.strip().splitlines()[-2:])
+    assert first.is_dir() and second.is_dir() and first != second
+    floor = root / "floor.json"
+    cal = subprocess.run(
+        [EXE, "calibrate", first, second, "--out", floor],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert cal.returncode == 0, cal.stderr
+    cmp = subprocess.run(
+        [EXE, "compare", offline_run[0], second, "--noise-floor", floor],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert cmp.returncode == 0, cmp.stderr
+    assert "verdict: INCONCLUSIVE" in cmp.stdout  # an identical offline configuration

@@ -52,11 +52,13 @@ class ScoringSettings(dg.ConfigurableResource):
     gate_k: int = Field(default=10, ge=1, description="evidence recall gate: recall_all@k")
     runs_dir: str | None = Field(default=None, description="default: <state dir>/runs")
     label: str | None = None
+    llm_cache_path: str | None = Field(default=None, description="default: state dir")
 
     def llm_layer(self) -> LLMLayer | None:
         if self.judge == "offline":
             return None
-        return LLMLayer(LLMSettings.from_specs({"judge": self.judge}))
+        extra = {"cache_path": Path(self.llm_cache_path)} if self.llm_cache_path else {}
+        return LLMLayer(LLMSettings.from_specs({"judge": self.judge}, **extra))
 
 
 def code_version() -> str:

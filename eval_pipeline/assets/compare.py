@@ -1,0 +1,303 @@
+"""Comparison and calibration assets: `run_comparison` (with a blocking pins check) and
+`noise_floor`, both downstream of `scored_run`.
+
+`run_comparison` never crashes on mismatched pins: it records the refusal in its metadata and
+its blocking check `run_comparison_pins_match` is what fails, so the UI shows a red check on a
+materialized asset rather than a failed step with a traceback.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+from eval_pipeline.assets.resources import ProjectPaths
+from eval_pipeline.assets.scoring import ScoringSettings
+from eval_pipeline.runs.calibrate import (
+    NOISE_FLOOR_FILE,
+    CalibrationRefused,
+    NoiseFloor,
+    NoiseFloorError,
+    calibrate,
+    load_noise_floor,
+    save_noise_floor,
+)
+from eval_pipeline.runs.compare import (
+    Comparison,
+    ComparisonRefused,
+    NoiseFloorMismatch,
+    check_comparable,
+    check_floor,
+    compare,
+    comparison_markdown,
+)
+from eval_pipeline.runs.load import BundleError, RunBundle, load_run, resolve_run
+from eval_pipeline.runs.report import write_comparison_report, write_run_report
+from eval_pipeline.runs.select import latest_run, previous_comparable_run, repeats_of
+
+GROUP = "compare"
+PREVIOUS = "previous"
+
+
+class ComparisonSettings(dg.ConfigurableResource):
+    """Which baseline the latest run is compared with, and which noise floor decides."""
+
+    baseline: str = Field(
+        default=PREVIOUS,
+        description="a run directory, a run name in the runs dir, or 'previous': the newest "
+        "earlier run with the same comparability pins",
+    )
+    noise_floor: str | None = Field(
+        default=None,
+        description="noise_floor.json; default: <runs_dir>/noise_floor.json when it exists "
+        "and was calibrated on the same pins (else the comparison is NOT CALIBRATED)",
+    )
+    candidate: str | None = Field(
+        default=None, description="default: the run the latest scored_run wrote"
+    )
+
+
+class CalibrationSettings(dg.ConfigurableResource):
+    """Which repeats calibrate the noise floor, and where it is saved."""
+
+    runs: list[str] | None = Field(
+        default=None,
+        description="run directories or names; default: every run in the runs dir with the "
+        "latest run's comparability and configuration pins",
+    )
+    out: str | None = Field(default=None, description="default: <runs_dir>/noise_floor.json")
+
+
+def runs_dir_of(paths: ProjectPaths, scoring: ScoringSettings) -> Path:
+    return Path(scoring.runs_dir).expanduser() if scoring.runs_dir else paths.runs_dir()
+
+
+def scored_run_dir(instance: dg.DagsterInstance, runs_dir: Path) -> Path:
+    """The bundle the latest `scored_run` wrote, else the newest bundle in the runs dir."""
+    event = instance.get_latest_materialization_event(dg.AssetKey("scored_run"))
+    if event is not None and event.asset_materialization is not None:
+        entry = event.asset_materialization.metadata.get("run_dir")
+        if entry is not None and Path(str(entry.value)).is_dir():
+            return Path(str(entry.value))
+    newest = latest_run(runs_dir)
+    if newest is None:
+        raise dg.Failure(f"no run bundle in {runs_dir}: materialize scored_run first")
+    return newest
+
+
+def _load(ref: str, runs_dir: Path) -> RunBundle:
+    try:
+        return load_run(resolve_run(ref, runs_dir))
+    except BundleError as exc:
+        raise dg.Failure(str(exc)) from None
+
+
+def _noise_floor(
+    settings: ComparisonSettings, runs_dir: Path, run: RunBundle
+) -> tuple[NoiseFloor | None, str]:
+    """(floor, note). An explicitly configured floor must fit; the default one is optional."""
+    if settings.noise_floor:
+        try:
+            floor = load_noise_floor(settings.noise_floor)
+            check_floor(floor, run)
+        except (NoiseFloorError, NoiseFloorMismatch) as exc:
+            raise dg.Failure(str(exc)) from None
+        return floor, settings.noise_floor
+    default = runs_dir / NOISE_FLOOR_FILE
+    if not default.is_file():
+        return None, "NOT CALIBRATED: no noise floor (materialize noise_floor over repeats)"
+    try:
+        floor = load_noise_floor(default)
+        check_floor(floor, run)
+    except (NoiseFloorError, NoiseFloorMismatch) as exc:
+        return None, f"NOT CALIBRATED: {default} not used: {exc}"
+    return floor, str(default)
+
+
+def comparison_metadata(c: Comparison, report: Path, run_report: Path) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "verdict": dg.MetadataValue.text(c.verdict),
+        "verdict_reason": dg.MetadataValue.text(c.verdict_reason),
+        "refused": False,
+        "calibrated": c.calibrated,
+        "deltas": dg.MetadataValue.md(comparison_markdown(c)),
+        "baseline": dg.MetadataValue.path(c.base.path),
+        "candidate": dg.MetadataValue.path(c.candidate.path),
+        "report": dg.MetadataValue.path(str(report)),
+        "comparison_json": dg.MetadataValue.path(str(report.with_suffix(".json"))),
+        "run_report": dg.MetadataValue.path(str(run_report)),
+        "lost": len(c.lost),
+        "gained": len(c.gained),
+    }
+    # Numbers Dagster can chart across materializations; unscored ones are left out, not 0.
+    for d in c.tiers:
+        if d.delta_pp is not None:
+            meta[f"tier{d.tier}_coverage_delta_pp"] = round(d.delta_pp, 3)
+    for e in c.efficiency:
+        if e.delta_tokens is not None:
+            meta[f"tier{e.tier}_payload_tokens_delta"] = e.delta_tokens
+    return meta
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=["scored_run"],
+    description="The latest run compared with a baseline: deltas, classification, verdict, "
+    "an HTML report. Mismatched pins are recorded here and fail the blocking check.",
+)
+def run_comparison(
+    context: dg.AssetExecutionContext,
+    paths: ProjectPaths,
+    scoring: ScoringSettings,
+    comparison: ComparisonSettings,
+) -> dg.MaterializeResult:
+    runs_dir = runs_dir_of(paths, scoring)
+    candidate = (
+        _load(comparison.candidate, runs_dir)
+        if comparison.candidate
+        else _load(str(scored_run_dir(context.instance, runs_dir)), runs_dir)
+    )
+    run_report = write_run_report(candidate.path)
+    if comparison.baseline == PREVIOUS:
+        base = previous_comparable_run(runs_dir, candidate)
+        if base is None:
+            context.log.info("no earlier run with the same pins: nothing to compare with")
+            return dg.MaterializeResult(
+                metadata={
+                    "verdict": dg.MetadataValue.text("NO BASELINE"),
+                    "verdict_reason": dg.MetadataValue.text(
+                        "no earlier run in the runs dir shares this run's comparability pins"
+                    ),
+                    "refused": False,
+                    "candidate": dg.MetadataValue.path(str(candidate.path)),
+                    "run_report": dg.MetadataValue.path(str(run_report)),
+                }
+            )
+    else:
+        base = _load(comparison.baseline, runs_dir)
+    try:
+        check_comparable(base, candidate)  # before the noise floor: a refusal comes first
+    except ComparisonRefused as exc:
+        context.log.error(str(exc))
+        return dg.MaterializeResult(
+            metadata={
+                "verdict": dg.MetadataValue.text("REFUSED"),
+                "verdict_reason": dg.MetadataValue.text(str(exc)),
+                "refused": True,
+                "refused_pins": dg.MetadataValue.json(exc.pin_names),
+                "refusal": dg.MetadataValue.md("\n".join(f"- {line}" for line in exc.lines())),
+                "baseline": dg.MetadataValue.path(str(base.path)),
+                "candidate": dg.MetadataValue.path(str(candidate.path)),
+                "run_report": dg.MetadataValue.path(str(run_report)),
+            }
+        )
+    floor, floor_note = _noise_floor(comparison, runs_dir, candidate)
+    result = compare(base, candidate, floor)
+    if floor is not None:
+        result = result.model_copy(update={"noise_floor": floor_note})
+    report = write_comparison_report(result)
+    context.log.info(f"{result.verdict}: {result.verdict_reason}; report {report}")
+    meta = comparison_metadata(result, report, run_report)
+    meta["noise_floor"] = dg.MetadataValue.text(floor_note)
+    return dg.MaterializeResult(metadata=meta)
+
+
+@dg.asset_check(
+    asset=run_comparison,
+    blocking=True,
+    description="Baseline and candidate share every comparability pin (else: refused).",
+)
+def run_comparison_pins_match(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+    event = context.instance.get_latest_materialization_event(dg.AssetKey("run_comparison"))
+    if event is None or event.asset_materialization is None:
+        return dg.AssetCheckResult(passed=False, description="run_comparison not materialized")
+    meta = event.asset_materialization.metadata
+    refused = bool(getattr(meta.get("refused"), "value", False))
+    if not refused:
+        return dg.AssetCheckResult(
+            passed=True, metadata={"refused_pins": dg.MetadataValue.json([])}
+        )
+    pins = list(getattr(meta.get("refused_pins"), "value", None) or [])
+    return dg.AssetCheckResult(
+        passed=False,
+        description="comparison refused: comparability pins differ: " + ", ".join(pins),
+        metadata={
+            "refused_pins": dg.MetadataValue.json(pins),
+            "refusal": meta.get("refusal") or dg.MetadataValue.md(""),
+        },
+    )
+
+
+def floor_markdown(floor: NoiseFloor) -> str:
+    out = [
+        "| tier | scope | floor (pp) | spread (pp) | bootstrap (pp) | unstable questions |",
+        "|---|---|---|---|---|---|",
+    ]
+
+    def cell(v: float | None) -> str:
+        return "unscored" if v is None else f"{v:.1f}"
+
+    for tier, entry in floor.tiers.items():
+        scopes = [("all answerable", entry.coverage), *entry.by_type.items()]
+        if entry.abstention is not None:
+            scopes.append(("abstention", entry.abstention))
+        for name, e in scopes:
+            out.append(
+                f"| {tier} | {name} | {cell(e.floor_pp)} | {cell(e.spread_pp)} | "
+                f"{cell(e.bootstrap_half_width_pp)} | {e.unstable} |"
+            )
+    return "\n".join(out)
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=["scored_run"],
+    description="Noise floor per tier from repeat runs of one configuration "
+    "(noise_floor.json, used by run_comparison and `eval-pipeline compare`).",
+)
+def noise_floor(
+    context: dg.AssetExecutionContext,
+    paths: ProjectPaths,
+    scoring: ScoringSettings,
+    calibration: CalibrationSettings,
+) -> dg.MaterializeResult:
+    runs_dir = runs_dir_of(paths, scoring)
+    if calibration.runs:
+        runs = [_load(ref, runs_dir) for ref in calibration.runs]
+    else:
+        latest = _load(str(scored_run_dir(context.instance, runs_dir)), runs_dir)
+        runs = repeats_of(runs_dir, latest)
+        if len(runs) < 2:
+            # Not an error on a first night: there is simply nothing to calibrate yet.
+            reason = (
+                f"only {len(runs)} run in {runs_dir} with the latest run's pins; calibration "
+                "needs at least two repeats (`eval-pipeline run --repeat N`)"
+            )
+            context.log.warning(reason)
+            return dg.MaterializeResult(
+                metadata={"calibrated": False, "reason": dg.MetadataValue.text(reason)}
+            )
+    try:
+        floor = calibrate(runs)
+    except CalibrationRefused as exc:
+        raise dg.Failure(str(exc)) from None
+    path = save_noise_floor(floor, calibration.out or runs_dir / NOISE_FLOOR_FILE)
+    context.log.info(f"noise floor over {len(runs)} repeats: {path}")
+    meta: dict[str, Any] = {
+        "calibrated": True,
+        "noise_floor": dg.MetadataValue.path(str(path)),
+        "repeats": len(runs),
+        "runs": dg.MetadataValue.json([r.name for r in runs]),
+        "floors": dg.MetadataValue.md(floor_markdown(floor)),
+        "stability": dg.MetadataValue.text(floor.stability_line),
+    }
+    for tier, entry in floor.tiers.items():
+        if entry.coverage.floor_pp is not None:
+            meta[f"tier{tier}_floor_pp"] = round(entry.coverage.floor_pp, 3)
+    return dg.MaterializeResult(metadata=meta)
+
+
+COMPARE_ASSETS = [run_comparison, noise_floor]
+COMPARE_CHECKS = [run_comparison_pins_match]
+COMPARE_RESOURCES = {"comparison": ComparisonSettings(), "calibration": CalibrationSettings()}

@@ -1,0 +1,417 @@
+"""Compare two runs: is the candidate's coverage really different from the baseline's?
+
+Refusal
+-------
+Runs that differ in any comparability pin (see `eval_pipeline.runs.pins`) measured different
+things: `compare` raises `ComparisonRefused` naming every differing pin. A refusal, not a
+warning.
+
+Deltas
+------
+Per tier and per question type (within the tier), over answerable questions; abstention
+questions are compared apart and never decide the verdict. A question unscored in either run
+is left out of that pair (an unscored question cannot flip). The delta is the candidate's
+coverage minus the baseline's, in percentage points, over the questions scored in both.
+The paired test is the exact McNemar test on the per-question covered outcomes.
+
+Classification rule (per delta)
+-------------------------------
+* no noise floor (not calibrated), or nothing scored in both runs → **cannot tell**;
+* **real** iff |delta| > floor (strictly; the floor of that tier, or of that question type
+  when calibrated) AND the McNemar p-value < 0.05; both are needed: the floor guards against
+  run-to-run noise of one configuration, McNemar against the luck of which questions flipped;
+* otherwise → **not real**.
+
+Verdict
+-------
+REGRESSED if any tier has a real coverage loss (even when efficiency improved); IMPROVED if
+some tier has a real gain and none a real loss; otherwise INCONCLUSIVE. Efficiency (median
+payload tokens over questions covered in BOTH runs) is reported but never decides.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from eval_pipeline.runs.calibrate import NoiseFloor, load_noise_floor
+from eval_pipeline.runs.load import ResultRow, RunBundle, load_run
+from eval_pipeline.runs.pins import (
+    CHANGE_PINS,
+    COMPARABILITY_PINS,
+    PinDifference,
+    differing_pins,
+    differing_values,
+    pin_values,
+)
+from eval_pipeline.score.stats import mcnemar_paired, median
+
+ALPHA = 0.05
+PP_DIGITS = 9  # percentage points are compared at this precision
+REAL = "real"
+NOT_REAL = "not real"
+CANNOT_TELL = "cannot tell"
+Classification = Literal["real", "not real", "cannot tell"]
+Verdict = Literal["REGRESSED", "IMPROVED", "INCONCLUSIVE"]
+
+RULE = (
+    f"A delta is real iff |delta| > the calibrated noise floor AND the exact McNemar "
+    f"p-value < {ALPHA}; with no noise floor every delta is 'cannot tell' (NOT CALIBRATED). "
+    "REGRESSED if any tier has a real coverage loss, IMPROVED if a real gain and no real "
+    "loss, else INCONCLUSIVE; efficiency never decides."
+)
+
+
+class ComparisonRefused(ValueError):
+    """Two runs differ in comparability pins: comparing them would mislead."""
+
+    def __init__(self, base: str, candidate: str, differences: Sequence[PinDifference]):
+        self.base = base
+        self.candidate = candidate
+        self.differences = list(differences)
+        super().__init__(
+            f"refusing to compare {base} with {candidate}: {len(self.differences)} "
+            f"comparability pin(s) differ: {', '.join(self.pin_names)}"
+        )
+
+    @property
+    def pin_names(self) -> list[str]:
+        return [d.name for d in self.differences]
+
+    def lines(self) -> list[str]:
+        return [d.describe() for d in self.differences]
+
+
+class NoiseFloorMismatch(ValueError):
+    """The noise floor was calibrated on other pins or another question set."""
+
+
+class PairedDelta(BaseModel):
+    tier: str
+    question_type: str | None  # None: the whole tier
+    kind: Literal["coverage", "abstention"]
+    pairs: int  # questions scored in both runs
+    excluded_unscored: int  # questions left out because unscored in either run
+    base_rate: float | None
+    candidate_rate: float | None
+    delta_pp: float | None
+    b: int  # covered in base, not in candidate
+    c: int  # not covered in base, covered in candidate
+    p_value: float
+    floor_pp: float | None
+    calibrated: bool  # a noise floor was given (it may still lack this scope)
+    classification: Classification
+
+    @property
+    def label(self) -> str:
+        return f"tier {self.tier}" + (f" · {self.question_type}" if self.question_type else "")
+
+    @property
+    def floor_text(self) -> str:
+        if not self.calibrated:
+            return "NOT CALIBRATED"
+        if self.floor_pp is None:
+            return "no floor for this scope"
+        return f"floor {self.floor_pp:.1f} pp"
+
+
+class Efficiency(BaseModel):
+    tier: str
+    covered_in_both: int
+    base_median_tokens: float | None
+    candidate_median_tokens: float | None
+    delta_tokens: float | None
+    delta_pct: float | None
+
+
+class Flip(BaseModel):
+    question_id: str
+    tier: str
+    question_type: str
+    abstention: bool
+    direction: Literal["lost", "gained"]  # lost: covered in base, not in candidate
+    weakest_link: str | None  # from the failing run's row
+
+
+class RunRef(BaseModel):
+    name: str
+    path: str
+
+
+class Comparison(BaseModel):
+    base: RunRef
+    candidate: RunRef
+    calibrated: bool
+    noise_floor: str | None  # the file, when one was given by path
+    noise_floor_note: str | None = None  # its repeats and stability line
+    rule: str = RULE
+    pins: dict[str, Any]
+    changes: list[dict[str, Any]]  # non-comparability pins that differ: what the team changed
+    tiers: list[PairedDelta]
+    by_type: list[PairedDelta]
+    abstention: list[PairedDelta]
+    efficiency: list[Efficiency]
+    flips: list[Flip]
+    verdict: Verdict
+    verdict_reason: str
+
+    @property
+    def lost(self) -> list[Flip]:
+        return [f for f in self.flips if f.direction == "lost"]
+
+    @property
+    def gained(self) -> list[Flip]:
+        return [f for f in self.flips if f.direction == "gained"]
+
+
+def classify(delta_pp: float | None, p_value: float, floor_pp: float | None) -> Classification:
+    if delta_pp is None or floor_pp is None:
+        return CANNOT_TELL
+    # Rounded so that float noise (20.000000000000004 vs 20.0) cannot make a delta equal to
+    # the floor "beyond" it.
+    beyond = round(abs(delta_pp), PP_DIGITS) > round(floor_pp, PP_DIGITS)
+    return REAL if beyond and p_value < ALPHA else NOT_REAL
+
+
+def paired_delta(
+    tier: str,
+    question_type: str | None,
+    kind: Literal["coverage", "abstention"],
+    pairs: Sequence[tuple[ResultRow, ResultRow]],
+    floor_pp: float | None,
+    calibrated: bool,
+) -> PairedDelta:
+    base = [b.covered for b, _ in pairs]
+    cand = [c.covered for _, c in pairs]
+    test = mcnemar_paired(base, cand)
+    # Rates over the pairs scored in both runs, the same questions McNemar counts.
+    scored = [(x, y) for x, y in zip(base, cand, strict=True) if x is not None and y is not None]
+    base_rate = cand_rate = delta = None
+    if scored:
+        base_rate = sum(1 for x, _ in scored if x) / len(scored)
+        cand_rate = sum(1 for _, y in scored if y) / len(scored)
+        delta = round((cand_rate - base_rate) * 100, PP_DIGITS)
+    return PairedDelta(
+        tier=tier,
+        question_type=question_type,
+        kind=kind,
+        pairs=test.n_pairs,
+        excluded_unscored=len(pairs) - test.n_pairs,
+        base_rate=base_rate,
+        candidate_rate=cand_rate,
+        delta_pp=delta,
+        b=test.b,
+        c=test.c,
+        p_value=test.p_value,
+        floor_pp=floor_pp,
+        calibrated=calibrated,
+        classification=classify(delta, test.p_value, floor_pp),
+    )
+
+
+def efficiency(tier: str, pairs: Sequence[tuple[ResultRow, ResultRow]]) -> Efficiency:
+    """Median payload tokens over questions covered in BOTH runs: the same questions, so a
+    smaller payload means the same answers for less, not easier questions answered."""
+    both = [
+        (b, c)
+        for b, c in pairs
+        if b.covered is True
+        and c.covered is True
+        and b.payload_tokens is not None
+        and c.payload_tokens is not None
+    ]
+    base_median = median(b.payload_tokens for b, _ in both)  # type: ignore[misc]
+    cand_median = median(c.payload_tokens for _, c in both)  # type: ignore[misc]
+    delta = None if base_median is None or cand_median is None else cand_median - base_median
+    pct = None if delta is None or not base_median else 100 * delta / base_median
+    return Efficiency(
+        tier=tier,
+        covered_in_both=len(both),
+        base_median_tokens=base_median,
+        candidate_median_tokens=cand_median,
+        delta_tokens=delta,
+        delta_pct=pct,
+    )
+
+
+def flips(pairs: Sequence[tuple[ResultRow, ResultRow]]) -> list[Flip]:
+    out = []
+    for b, c in pairs:
+        if b.covered is True and c.covered is False:
+            direction, failing = "lost", c
+        elif b.covered is False and c.covered is True:
+            direction, failing = "gained", b
+        else:
+            continue
+        out.append(
+            Flip(
+                question_id=b.question_id,
+                tier=b.tier,
+                question_type=b.question_type,
+                abstention=b.abstention,
+                direction=direction,
+                weakest_link=failing.weakest_link,
+            )
+        )
+    return out
+
+
+def decide(tiers: Sequence[PairedDelta], calibrated: bool) -> tuple[Verdict, str]:
+    losses = [t for t in tiers if t.classification == REAL and (t.delta_pp or 0) < 0]
+    gains = [t for t in tiers if t.classification == REAL and (t.delta_pp or 0) > 0]
+    if losses:
+        names = ", ".join(f"tier {t.tier} ({t.delta_pp:+.1f} pp)" for t in losses)
+        return "REGRESSED", f"real coverage loss in {names}"
+    if gains:
+        names = ", ".join(f"tier {t.tier} ({t.delta_pp:+.1f} pp)" for t in gains)
+        return "IMPROVED", f"real coverage gain in {names} and no real loss"
+    if not calibrated:
+        return "INCONCLUSIVE", "NOT CALIBRATED: without a noise floor no delta can be called real"
+    return "INCONCLUSIVE", "no tier has a real coverage change"
+
+
+def check_comparable(base: RunBundle, candidate: RunBundle) -> None:
+    differences = differing_pins(base, candidate, COMPARABILITY_PINS)
+    if differences:
+        raise ComparisonRefused(base.name, candidate.name, differences)
+
+
+def check_floor(floor: NoiseFloor, run: RunBundle) -> None:
+    names = [p.name for p in COMPARABILITY_PINS]
+    differences = differing_values(floor.pins, pin_values(run, COMPARABILITY_PINS), names)
+    if differences:
+        names = ", ".join(d.name for d in differences)
+        lines = "; ".join(d.describe("noise floor", "runs") for d in differences)
+        raise NoiseFloorMismatch(f"the noise floor was calibrated on other pins ({names}): {lines}")
+
+
+def compare(
+    base: RunBundle | str | Path,
+    candidate: RunBundle | str | Path,
+    noise_floor: NoiseFloor | str | Path | None = None,
+) -> Comparison:
+    base = base if isinstance(base, RunBundle) else load_run(base)
+    candidate = candidate if isinstance(candidate, RunBundle) else load_run(candidate)
+    check_comparable(base, candidate)
+    floor_path: str | None = None
+    if noise_floor is not None and not isinstance(noise_floor, NoiseFloor):
+        floor_path = str(Path(noise_floor).expanduser().resolve())
+        noise_floor = load_noise_floor(noise_floor)
+    if noise_floor is not None:
+        check_floor(noise_floor, base)
+
+    cand_rows = candidate.by_id()
+    by_tier: dict[str, list[tuple[ResultRow, ResultRow]]] = defaultdict(list)
+    for row in base.rows:  # the question sets are equal: the pins said so
+        by_tier[row.tier].append((row, cand_rows[row.question_id]))
+
+    calibrated = noise_floor is not None
+
+    def floor(tier: str, qtype: str | None = None) -> float | None:
+        return noise_floor.floor_for(tier, qtype) if noise_floor else None
+
+    tiers, by_type, abstention, eff, flipped = [], [], [], [], []
+    for tier in base.tiers():
+        pairs = by_tier[tier]
+        answerable = [p for p in pairs if not p[0].abstention]
+        abstaining = [p for p in pairs if p[0].abstention]
+        tiers.append(paired_delta(tier, None, "coverage", answerable, floor(tier), calibrated))
+        types: dict[str, list] = defaultdict(list)
+        for p in answerable:
+            types[p[0].question_type].append(p)
+        for qtype, typed in sorted(types.items()):
+            by_type.append(
+                paired_delta(tier, qtype, "coverage", typed, floor(tier, qtype), calibrated)
+            )
+        if abstaining:
+            ab_floor = noise_floor.abstention_floor(tier) if noise_floor else None
+            abstention.append(
+                paired_delta(tier, None, "abstention", abstaining, ab_floor, calibrated)
+            )
+        eff.append(efficiency(tier, answerable))
+        flipped.extend(flips(pairs))
+
+    verdict, reason = decide(tiers, calibrated=calibrated)
+    changes = [
+        {"pin": d.name, "base": d.left, "candidate": d.right}
+        for d in differing_pins(base, candidate, CHANGE_PINS)
+    ]
+    return Comparison(
+        base=RunRef(name=base.name, path=str(base.path)),
+        candidate=RunRef(name=candidate.name, path=str(candidate.path)),
+        calibrated=calibrated,
+        noise_floor=floor_path,
+        noise_floor_note=(
+            f"calibrated on {len(noise_floor.runs)} repeats; {noise_floor.stability_line}"
+            if noise_floor
+            else None
+        ),
+        pins=pin_values(base, COMPARABILITY_PINS),
+        changes=changes,
+        tiers=tiers,
+        by_type=by_type,
+        abstention=abstention,
+        efficiency=eff,
+        flips=flipped,
+        verdict=verdict,
+        verdict_reason=reason,
+    )
+
+
+def _pct(value: float | None) -> str:
+    return "unscored" if value is None else f"{100 * value:.1f}%"
+
+
+def _pp(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.1f} pp"
+
+
+def delta_line(d: PairedDelta) -> str:
+    floor = d.floor_text
+    excluded = f", {d.excluded_unscored} unscored left out" if d.excluded_unscored else ""
+    return (
+        f"{d.label} {d.kind}: {_pct(d.base_rate)} → {_pct(d.candidate_rate)} "
+        f"({_pp(d.delta_pp)}, {d.pairs} paired{excluded}); McNemar b={d.b} c={d.c} "
+        f"p={d.p_value:.3g}; {floor} → {d.classification}"
+    )
+
+
+def efficiency_line(e: Efficiency) -> str:
+    if e.base_median_tokens is None:
+        return f"tier {e.tier} efficiency: no question covered in both runs"
+    pct = "" if e.delta_pct is None else f", {e.delta_pct:+.1f}%"
+    return (
+        f"tier {e.tier} efficiency (median payload tokens over {e.covered_in_both} questions "
+        f"covered in both): {e.base_median_tokens:g} → {e.candidate_median_tokens:g} "
+        f"({e.delta_tokens:+g}{pct}); efficiency never decides the verdict"
+    )
+
+
+def flip_line(f: Flip) -> str:
+    kind = "abstention, " if f.abstention else ""
+    return (
+        f"{f.question_id} (tier {f.tier}, {kind}{f.question_type}): weakest link "
+        f"{f.weakest_link or 'not recorded'}"
+    )
+
+
+def comparison_markdown(c: Comparison) -> str:
+    """The deltas as a markdown table (Dagster metadata and the report's summary)."""
+    out = [
+        f"**{c.verdict}**: {c.verdict_reason}",
+        "",
+        "| scope | base | candidate | delta | McNemar p | floor | classification |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for d in [*c.tiers, *c.by_type, *c.abstention]:
+        floor = d.floor_text
+        label = d.label + (" (abstention)" if d.kind == "abstention" else "")
+        out.append(
+            f"| {label} | {_pct(d.base_rate)} | {_pct(d.candidate_rate)} | {_pp(d.delta_pp)} "
+            f"| {d.p_value:.3g} | {floor} | {d.classification} |"
+        )
+    return "\n".join(out)

@@ -1,0 +1,133 @@
+"""Which manifest pins make two runs comparable, and how to name every one that differs.
+
+Comparability pins fix *what was measured and how it was scored*: the corpus file and sample,
+the question set, the retrieval scope, the reader, the judge and its prompt, the tokenizer
+and the coverage gate. Two runs that differ in any of them measure different things, so a
+comparison is refused, not warned about.
+
+Deliberately NOT comparability pins: the reconciler, the retriever (and its top_k), the graph
+backend and the code version. Those are what a team changes between runs; a comparison
+exists to judge exactly such a change. Calibration repeats one configuration, so it also
+requires the configuration pins to be equal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eval_pipeline.runs.load import RunBundle
+
+
+def _at(*keys: str) -> Callable[[RunBundle], Any]:
+    def get(run: RunBundle) -> Any:
+        value: Any = run.pins
+        for key in keys:
+            if not isinstance(value, dict):
+                return None
+            value = value.get(key)
+        return value
+
+    return get
+
+
+def question_set(run: RunBundle) -> list[str]:
+    return sorted(r.question_id for r in run.rows)
+
+
+@dataclass(frozen=True)
+class Pin:
+    name: str
+    get: Callable[[RunBundle], Any]
+
+
+COMPARABILITY_PINS: tuple[Pin, ...] = (
+    Pin("corpus.revision", _at("corpus", "upstream", "revision")),
+    Pin("corpus.sha256", _at("corpus", "upstream", "sha256")),
+    Pin("corpus.variant", _at("corpus", "upstream", "variant")),
+    Pin("corpus.sample_spec", _at("corpus", "sample_spec")),
+    Pin("corpus.subsampled", _at("corpus", "subsampled")),
+    Pin("question_set", question_set),
+    Pin("scope", _at("scope")),
+    Pin("judge.model", _at("judge", "model")),
+    Pin("judge.prompt_hash", _at("judge", "prompt_hash")),
+    Pin("tokenizer", _at("tokenizer")),
+    Pin("reader", _at("reader")),
+    # The gate defines "covered": coverage under recall_all@5 is not coverage under @10.
+    Pin("gate", _at("gate")),
+)
+
+# Repeats for calibration must be one configuration, not just comparable runs.
+CONFIGURATION_PINS: tuple[Pin, ...] = (
+    Pin("reconciler", _at("reconciler")),
+    Pin("retriever", _at("retriever")),
+    Pin("top_k", _at("top_k")),
+    Pin("graph.backend", _at("graph", "backend")),
+)
+
+# Shown in a comparison as "what changed"; never a reason to refuse.
+CHANGE_PINS: tuple[Pin, ...] = (
+    *CONFIGURATION_PINS,
+    Pin("graph.server_version", _at("graph", "server_version")),
+    Pin("code_version", _at("code_version")),
+)
+
+
+@dataclass(frozen=True)
+class PinDifference:
+    name: str
+    left: Any
+    right: Any
+
+    def describe(self, left_label: str = "base", right_label: str = "candidate") -> str:
+        if self.name == "question_set":
+            only_left = sorted(set(self.left or []) - set(self.right or []))
+            only_right = sorted(set(self.right or []) - set(self.left or []))
+            return (
+                f"question_set: {len(only_left)} question(s) only in {left_label}"
+                f"{_examples(only_left)}, {len(only_right)} only in {right_label}"
+                f"{_examples(only_right)}"
+            )
+        return f"{self.name}: {left_label} {_short(self.left)} ≠ {right_label} {_short(self.right)}"
+
+
+def _examples(ids: list[str], limit: int = 5) -> str:
+    if not ids:
+        return ""
+    more = f", … {len(ids) - limit} more" if len(ids) > limit else ""
+    return " (" + ", ".join(ids[:limit]) + more + ")"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value) if not isinstance(value, dict | list) else _compact(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def pin_values(run: RunBundle, pins: Sequence[Pin] = COMPARABILITY_PINS) -> dict[str, Any]:
+    return {pin.name: pin.get(run) for pin in pins}
+
+
+def differing_values(
+    left: dict[str, Any], right: dict[str, Any], names: Sequence[str] | None = None
+) -> list[PinDifference]:
+    """Every pin whose value differs, in pin order (a pin missing on one side differs too)."""
+    names = list(names) if names is not None else list(dict.fromkeys([*left, *right]))
+    return [
+        PinDifference(name, left.get(name), right.get(name))
+        for name in names
+        if left.get(name) != right.get(name)
+    ]
+
+
+def differing_pins(
+    left: RunBundle, right: RunBundle, pins: Sequence[Pin] = COMPARABILITY_PINS
+) -> list[PinDifference]:
+    return differing_values(
+        pin_values(left, pins), pin_values(right, pins), [pin.name for pin in pins]
+    )

@@ -1,0 +1,192 @@
+"""Synthetic run bundles with the real layout (written by `write_bundle`, summarized by
+`summarize`), so comparison, calibration and reports are tested on what a run writes."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from eval_pipeline.runs.bundle import write_bundle
+from eval_pipeline.runs.calibrate import FloorEstimate, NoiseFloor, TierFloor
+from eval_pipeline.runs.load import RunBundle, load_run
+from eval_pipeline.runs.pins import COMPARABILITY_PINS, CONFIGURATION_PINS, pin_values
+from eval_pipeline.score.retrieval_metrics import KS, LEVELS, METRIC_NAMES, VARIANTS
+from eval_pipeline.score.summary import summarize
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+BASE_PINS: dict[str, Any] = {
+    "corpus": {
+        "upstream": {
+            "source": "huggingface",
+            "variant": "s",
+            "revision": "98d7416c24c778c2fee6e6f3006e7a073259d48f",
+            "sha256": "a" * 64,
+        },
+        "sample_spec": {"sample": None, "seed": 0, "floor": 1, "max_sessions_per_question": None},
+        "subsampled": False,
+        "goldens_sha256": "b" * 64,
+        "fixtures_sha256": "c" * 64,
+    },
+    "graph": {"backend": "arcadedb", "server_version": "ArcadeDB 26.10.2", "schema_version": 1},
+    "reconciler": {"name": "extractive", "version": "1"},
+    "retriever": {"retriever": "fulltext", "version": 1},
+    "scope": "question",
+    "top_k": 10,
+    "reader": "offline:extractive",
+    "judge": {"model": "openai:gpt-4o-mini", "prompt_hash": "sha256:1234"},
+    "gate": {"evidence_recall": "recall_all@10"},
+    "tokenizer": {"tokenizer": "o200k_base", "bpe_sha256": "d" * 64},
+    "code_version": "0.1.0+abc1234",
+}
+
+# One entry per comparability pin: where it lives under manifest["pins"], and another value.
+PIN_CHANGES: dict[str, tuple[str, Any]] = {
+    "corpus.revision": ("corpus.upstream.revision", "0" * 40),
+    "corpus.sha256": ("corpus.upstream.sha256", "f" * 64),
+    "corpus.variant": ("corpus.upstream.variant", "m"),
+    "corpus.sample_spec": ("corpus.sample_spec.seed", 7),
+    "corpus.subsampled": ("corpus.subsampled", True),
+    "scope": ("scope", "batch"),
+    "judge.model": ("judge.model", "anthropic:claude-haiku"),
+    "judge.prompt_hash": ("judge.prompt_hash", "sha256:9999"),
+    "tokenizer": ("tokenizer.tokenizer", "cl100k_base"),
+    "reader": ("reader", "openai:gpt-4o"),
+    "gate": ("gate.evidence_recall", "recall_all@5"),
+}
+
+
+def set_pin(pins: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    pins = copy.deepcopy(pins)
+    node = pins
+    *parents, last = dotted.split(".")
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[last] = value
+    return pins
+
+
+def manifest(pins: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "pins": copy.deepcopy(pins if pins is not None else BASE_PINS),
+        "comparable": True,
+        "llm_usage": {"retrieval": None, "reconcile": None, "judge": None},
+        "stages": {
+            "injected_graph": {"seconds": 8.5, "run_id": "r1"},
+            "retrieval_results": {"seconds": 5.25, "run_id": "r1"},
+            "scored_run": {"seconds": None, "run_id": None},
+        },
+        "started_at": T0.isoformat(),
+        "ended_at": T0.isoformat(),
+        **extra,
+    }
+
+
+def row(
+    qid: str,
+    covered: bool | None,
+    *,
+    tier: int = 1,
+    qtype: str = "multi-session",
+    abstention: bool = False,
+    tokens: int = 100,
+    weakest: str | None = "default",
+) -> dict[str, Any]:
+    """A results.jsonl row. covered None: the gating judge errored (unscored)."""
+    if weakest == "default":
+        weakest = "evidence_recall" if covered is False else None
+    recall = None if abstention else (1.0 if covered else 0.0)
+    retrieval = {
+        level: {
+            variant: {f"{name}@{k}": recall for name in METRIC_NAMES for k in KS}
+            for variant in VARIANTS
+        }
+        for level in LEVELS
+    }
+    retrieval["excluded"] = {v: ("abstention question" if abstention else None) for v in VARIANTS}
+    judge = {
+        "score": None if covered is None else float(bool(covered)),
+        "threshold": 1.0,
+        "passed": covered,
+        "gating": True,
+        "reason": "judge outage" if covered is None else "judged",
+        "error": "HTTP 500" if covered is None else None,
+    }
+    return {
+        "question_id": qid,
+        "tier": tier,
+        "question_type": qtype,
+        "abstention": abstention,
+        "retrieved_turn_ids": [],
+        "retrieved_session_ids": [],
+        "retrieval_context": ["context"] if tokens else [],
+        "answer": "an answer",
+        "expected_output": "expected",
+        "metrics": {"answer_judge": judge},
+        "retrieval_metrics": retrieval,
+        "covered": covered,
+        "weakest_link": weakest,
+        "payload_tokens": tokens,
+        "latency_ms": {"retrieval": 1.0, "reader": 0.0},
+        "queries": [],
+        "errors": [],
+    }
+
+
+_counter = iter(range(1_000_000))
+
+
+def write_run(
+    runs_dir: Path,
+    rows: list[dict[str, Any]],
+    *,
+    label: str = "run",
+    pins: dict[str, Any] | None = None,
+    started: datetime | None = None,
+    **manifest_extra: Any,
+) -> Path:
+    """Each call gets a later start time than the previous one, so name order = call order."""
+    started = started or T0 + timedelta(minutes=next(_counter))
+    m = manifest(pins, **manifest_extra)
+    m["started_at"] = started.isoformat()
+    return write_bundle(
+        runs_dir, manifest=m, rows=rows, summary=summarize(rows), label=label, started=started
+    )
+
+
+def outcomes(prefix: str, values: list[bool | None], **kw: Any) -> list[dict[str, Any]]:
+    return [row(f"{prefix}{i}", v, **kw) for i, v in enumerate(values)]
+
+
+def hand_floor(run: RunBundle | Path, floor_pp: float, by_type: dict[str, float] | None = None):
+    """A noise floor with chosen values, valid for `run`'s pins."""
+    run = run if isinstance(run, RunBundle) else load_run(run)
+
+    def est(value: float) -> FloorEstimate:
+        return FloorEstimate(
+            floor_pp=value,
+            spread_pp=value,
+            bootstrap_half_width_pp=value,
+            rates=[],
+            questions=0,
+            unstable=0,
+        )
+
+    return NoiseFloor(
+        created_at=T0.isoformat(),
+        runs=[],
+        pins=pin_values(run, COMPARABILITY_PINS),
+        configuration=pin_values(run, CONFIGURATION_PINS),
+        tiers={
+            tier: TierFloor(
+                coverage=est(floor_pp),
+                by_type={t: est(v) for t, v in (by_type or {}).items()},
+            )
+            for tier in run.tiers()
+        },
+        questions={},
+        stability={},
+        stability_line="",
+    )
