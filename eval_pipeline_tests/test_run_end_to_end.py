@@ -48,7 +48,10 @@ def offline_run(home):
 
 def test_offline_run_writes_a_complete_bundle(offline_run):
     run_dir, res = offline_run
-    assert sorted(p.name for p in run_dir.iterdir()) == sorted(BUNDLE_FILES)
+    # The four bundle files, plus the HTML report run_comparison links to.
+    assert sorted(p.name for p in run_dir.iterdir()) == sorted([*BUNDLE_FILES, "report.html"])
+    html = (run_dir / "report.html").read_text()
+    assert "<svg" in html and "https://" not in html
     assert "tier 1: 31 questions" in res.stdout
     manifest = json.loads((run_dir / "manifest.json").read_text())
     pins = manifest["pins"]
