@@ -40,6 +40,8 @@ class RunOptions(BaseModel):
     graph_database: str | None = None
     graph_http_url: str | None = None
     repeat: int = Field(default=1, ge=1)
+    tier: str = Field(default="1", pattern="^(1|2|all)$")
+    light: bool = False
 
     @field_validator("reader", "judge", "reconciler_model", "retrieval_agent")
     @classmethod
@@ -72,6 +74,8 @@ def chain_run_config(opts: RunOptions) -> dict[str, Any]:
         "sha256": up.sha256,
         "cache_dir": up.cache_dir,
         **sample.model_dump(),
+        "tiers": opts.tier,
+        "light": opts.light,
     }
     graph: dict[str, Any] = {"backend": opts.backend}
     if opts.graph_uri:
@@ -115,14 +119,17 @@ def print_summary(run_dir: Path) -> None:
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     for tier, s in summary["tiers"].items():
         c, cov = s["counts"], s["coverage"]
-        recall = s["retrieval"]["turn"]["upstream"]["recall_any@5"]["mean"]
+        # Tier-2 evidence is never a user turn: only the all-evidence variant applies there.
+        variant = "upstream" if tier == "1" else "all"
+        recall = s["retrieval"]["turn"][variant]["recall_any@5"]["mean"]
         tokens = s["efficiency"]["median_payload_tokens_covered"]
         coverage = _fmt(cov["rate"] if cov else None)
         tokens_text = "n/a" if tokens is None else f"{tokens:g}"
         print(
             f"tier {tier}: {c['questions']} questions, coverage {coverage} "
             f"({c['covered']} covered, {c['not_covered']} not, {c['unscored']} unscored), "
-            f"turn recall_any@5 {_fmt(recall)}, median payload tokens (covered) {tokens_text}, "
+            f"turn recall_any@5 ({variant}) {_fmt(recall)}, "
+            f"median payload tokens (covered) {tokens_text}, "
             f"abstention {s['abstention']['questions']} apart"
         )
 

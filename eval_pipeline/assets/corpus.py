@@ -25,6 +25,7 @@ from eval_pipeline.corpus.convert import (
 )
 from eval_pipeline.corpus.jsonl import read_jsonl, staged_outputs, write_json, write_jsonl
 from eval_pipeline.corpus.sampling import SampleSpec
+from eval_pipeline.corpus.tiers import append_tier2_fixtures, select_tiers
 from eval_pipeline.corpus.upstream import (
     ResolvedUpstream,
     check_revision,
@@ -59,6 +60,9 @@ def _load_plan(paths: ProjectPaths) -> CorpusPlan:
         goldens=goldens,
         strata=raw["strata"],
         file_stats=raw["file_stats"],
+        tiers=raw.get("tiers", "1"),
+        light=raw.get("light", False),
+        tier2=raw.get("tier2"),
     )
 
 
@@ -101,15 +105,22 @@ def longmemeval_upstream(
 def goldens(
     context: dg.AssetExecutionContext, paths: ProjectPaths, corpus: CorpusSettings
 ) -> dg.MaterializeResult:
+    tier1, tier2 = corpus.tier_selection()
     plan = plan_corpus(_load_upstream(paths), corpus.sample_spec())
+    plan = select_tiers(plan, tier1=tier1, tier2=tier2, light=corpus.light)
     with staged_outputs(paths.corpus_dir(), [GOLDENS_FILE, PLAN_FILE]) as stage:
         write_jsonl(stage / GOLDENS_FILE, plan.goldens)
         write_json(stage / PLAN_FILE, plan.to_json())
-    context.log.info(f"{len(plan.goldens)} goldens selected of {plan.file_stats['records']}")
+    context.log.info(
+        f"{len(plan.goldens)} goldens (tiers {plan.tiers}) from "
+        f"{plan.file_stats['records']} upstream records"
+    )
     evidence = evidence_report(plan.goldens)
     return dg.MaterializeResult(
         metadata={
             "questions": len(plan.goldens),
+            "tiers": plan.tiers,
+            "tier2_questions": (plan.tier2 or {}).get("questions", 0),
             "abstention": sum(g["additional_metadata"]["abstention"] for g in plan.goldens),
             "sample_spec": dg.MetadataValue.json(plan.spec.model_dump()),
             "strata": _md_table(
@@ -134,6 +145,7 @@ def session_fixtures(
     corpus_dir = paths.corpus_dir()
     with staged_outputs(corpus_dir, [FIXTURES_FILE, MANIFEST_FILE]) as stage:
         stats = build_fixtures(plan, stage / FIXTURES_FILE, spill_dir=stage)
+        stats = append_tier2_fixtures(plan, stage / FIXTURES_FILE, stats)
         manifest = manifest_for(plan, stats, file_sha256(corpus_dir / GOLDENS_FILE))
         write_json(stage / MANIFEST_FILE, manifest)
     context.log.info(f"{stats['sessions']} sessions, {stats['turns']} turns")

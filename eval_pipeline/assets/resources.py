@@ -37,6 +37,15 @@ class CorpusSettings(dg.ConfigurableResource):
     seed: int = 0
     floor: int = 1
     max_sessions_per_question: int | None = None
+    tiers: str = "1"  # 1 | 2 | all (tier 2: the authored organizational-memory scenarios)
+    light: bool = False  # tier 2: only the one light scenario per use case
+
+    def tier_selection(self) -> tuple[bool, bool]:
+        """(tier 1 included, tier 2 included); a light run is a tier-2 quick check."""
+        if self.tiers not in ("1", "2", "all"):
+            raise ValueError(f"tiers must be 1, 2 or all, not {self.tiers!r}")
+        tier2 = self.tiers in ("2", "all") or self.light
+        return self.tiers in ("1", "all"), tier2
 
     def upstream_spec(self) -> UpstreamSpec:
         return UpstreamSpec(

@@ -28,6 +28,12 @@ from eval_pipeline.score.scorer import score_question
 from eval_pipeline.score.summary import summarize, summary_markdown
 from eval_pipeline.score.tokens import PayloadTokenizer
 from eval_pipeline.settings import REPO_DIR
+from eval_pipeline.tier2.metrics import (
+    add_tier2_metrics,
+    criteria_judge_batch,
+    criteria_prompt_hash,
+)
+from eval_pipeline.tier2.panels import tier2_panels
 
 GROUP = "score"
 RETRIEVAL_DIR = "retrieval"
@@ -121,6 +127,9 @@ def build_manifest(
                 "upstream": corpus_manifest["upstream"],
                 "sample_spec": corpus_manifest["sample_spec"],
                 "subsampled": not corpus_manifest["comparable"],
+                "tiers": corpus_manifest.get("tiers", "1"),
+                "light": corpus_manifest.get("light", False),
+                "tier2_digest": (corpus_manifest.get("tier2") or {}).get("corpus_digest"),
                 "goldens_sha256": corpus_manifest["files"][GOLDENS_FILE],
                 "fixtures_sha256": corpus_manifest["files"]["fixtures.jsonl"],
             },
@@ -136,6 +145,9 @@ def build_manifest(
             "judge": {
                 "model": scoring.judge,
                 "prompt_hash": prompt_hash() if scoring.judge != "offline" else None,
+                "criteria_prompt_hash": (
+                    criteria_prompt_hash() if scoring.judge != "offline" else None
+                ),
             },
             "gate": {"evidence_recall": f"recall_all@{scoring.gate_k}"},
             "tokenizer": tokenizer.pin(),
@@ -155,6 +167,29 @@ def build_manifest(
     }
 
 
+def add_tier2_scores(
+    rows: list[dict], goldens: dict[str, dict], *, layer_spec: ScoringSettings
+) -> list[dict]:
+    """Tier-2 rows get citation metrics and the weighted-criteria judge (unscored offline)."""
+    tier2 = [i for i, r in enumerate(rows) if r["tier"] == 2]
+    if not tier2:
+        return rows
+    layer = layer_spec.llm_layer()
+    try:
+        criteria = criteria_judge_batch(
+            layer,
+            [(goldens[rows[i]["question_id"]], rows[i]["answer"]) for i in tier2],
+            concurrency=layer_spec.judge_concurrency,
+        )
+    finally:
+        if layer is not None:
+            layer.close()
+    out = list(rows)
+    for i, result in zip(tier2, criteria, strict=True):
+        out[i] = add_tier2_metrics(out[i], goldens[out[i]["question_id"]], criteria=result)
+    return out
+
+
 def headline(summary: dict) -> dict[str, float | int | None]:
     """Numeric values Dagster can chart across materializations (None when unscored)."""
     out: dict[str, float | int | None] = {}
@@ -162,7 +197,9 @@ def headline(summary: dict) -> dict[str, float | int | None]:
         cov = s["coverage"]
         out[f"tier{tier}_coverage"] = cov["rate"] if cov else None
         out[f"tier{tier}_unscored"] = s["counts"]["unscored"]
-        out[f"tier{tier}_turn_recall_any@5"] = s["retrieval"]["turn"]["upstream"]["recall_any@5"][
+        # Tier-2 turns are events, never user turns: only the all-evidence variant applies.
+        variant = "upstream" if tier == "1" else "all"
+        out[f"tier{tier}_turn_recall_any@5"] = s["retrieval"]["turn"][variant]["recall_any@5"][
             "mean"
         ]
         out[f"tier{tier}_session_recall_all@10"] = s["retrieval"]["session"]["all"][
@@ -223,7 +260,10 @@ def scored_run(
         score_question(goldens[r.question_id], r, tokenizer, judged=j, gate_k=scoring.gate_k)
         for r, j in zip(retrievals, judged, strict=True)
     ]
+    rows = add_tier2_scores(rows, goldens, layer_spec=scoring)
     summary = summarize(rows)
+    if "2" in summary["tiers"]:
+        summary["tiers"]["2"]["panels"] = tier2_panels(rows, goldens)
     corpus_manifest = json.loads((corpus_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
     retrieval_manifest = json.loads(
         (retrieval_dir / RETRIEVAL_MANIFEST).read_text(encoding="utf-8")
@@ -240,7 +280,7 @@ def scored_run(
         started,
         datetime.now(UTC),
     )
-    manifest["dagster_run_id"] = context.run_id
+    manifest["dagster_run_id"] = context.run.run_id
     runs_dir = Path(scoring.runs_dir) if scoring.runs_dir else paths.runs_dir()
     run_dir = write_bundle(
         runs_dir,

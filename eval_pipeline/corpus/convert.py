@@ -172,6 +172,9 @@ class CorpusPlan:
     goldens: list[dict]
     strata: dict[str, dict[str, int]]
     file_stats: dict[str, Any]
+    tiers: str = "1"
+    light: bool = False
+    tier2: dict[str, Any] | None = None  # stats of the tier-2 scenarios in the batch
 
     @property
     def selected_ids(self) -> set[str]:
@@ -184,6 +187,9 @@ class CorpusPlan:
             "selected": [g["name"] for g in self.goldens],
             "strata": self.strata,
             "file_stats": self.file_stats,
+            "tiers": self.tiers,
+            "light": self.light,
+            "tier2": self.tier2,
         }
 
 
@@ -269,6 +275,9 @@ def manifest_for(plan: CorpusPlan, fixture_stats: dict[str, Any], goldens_sha256
         "code_version": __version__,
         "upstream": upstream_pins(plan.upstream),
         "sample_spec": plan.spec.model_dump(),
+        "tiers": plan.tiers,
+        "light": plan.light,
+        "tier2": plan.tier2,
         "comparable": not plan.spec.subsampled,
         "comparability_note": (
             "haystacks subsampled per question: scores are an upper bound, not comparable "

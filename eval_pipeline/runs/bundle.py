@@ -54,8 +54,13 @@ def run_dir_name(label: str | None, started: datetime) -> str:
 
 
 def hypotheses(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """The upstream scorer's input; a question with no answer gets an empty hypothesis."""
-    return [{"question_id": r["question_id"], "hypothesis": r["answer"] or ""} for r in rows]
+    """The upstream LongMemEval scorer's input (tier 1 only: it knows no other questions);
+    a question with no answer gets an empty hypothesis."""
+    return [
+        {"question_id": r["question_id"], "hypothesis": r["answer"] or ""}
+        for r in rows
+        if r.get("tier", 1) == 1
+    ]
 
 
 def write_bundle(

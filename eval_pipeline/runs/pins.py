@@ -49,10 +49,13 @@ COMPARABILITY_PINS: tuple[Pin, ...] = (
     Pin("corpus.variant", _at("corpus", "upstream", "variant")),
     Pin("corpus.sample_spec", _at("corpus", "sample_spec")),
     Pin("corpus.subsampled", _at("corpus", "subsampled")),
+    Pin("corpus.tiers", _at("corpus", "tiers")),
+    Pin("corpus.tier2_digest", _at("corpus", "tier2_digest")),
     Pin("question_set", question_set),
     Pin("scope", _at("scope")),
     Pin("judge.model", _at("judge", "model")),
     Pin("judge.prompt_hash", _at("judge", "prompt_hash")),
+    Pin("judge.criteria_prompt_hash", _at("judge", "criteria_prompt_hash")),
     Pin("tokenizer", _at("tokenizer")),
     Pin("reader", _at("reader")),
     # The gate defines "covered": coverage under recall_all@5 is not coverage under @10.

@@ -33,10 +33,14 @@ CONTEXTUAL_RECALL_THRESHOLD = 0.5
 ANSWER_COVERAGE_THRESHOLD = 0.5
 
 _BASE = (
-    "You grade an AI assistant's answer to a question about the user's own past "
-    "conversations. You are given the question, the correct answer and the assistant's "
-    "response. {rule} Reply with verdict 'yes' or 'no' and a one-sentence reason."
+    "You grade an AI assistant's answer to a question about {subject}. You are given the "
+    "question, the correct answer and the assistant's response. {rule} Reply with verdict "
+    "'yes' or 'no' and a one-sentence reason."
 )
+SUBJECTS = {
+    1: "the user's own past conversations",
+    2: "its organization's history (code changes, incidents, decisions, conventions)",
+}
 TYPE_RULES: dict[str, str] = {
     "default": (
         "Say yes when the response contains the correct answer, or says something equivalent "
@@ -58,7 +62,7 @@ TYPE_RULES: dict[str, str] = {
     ),
 }
 ABSTENTION_RULE = (
-    "This question cannot be answered from the conversations; the correct answer explains "
+    "This question cannot be answered from the recorded history; the correct answer explains "
     "why. Say yes when the response recognises that the question is unanswerable (for "
     "example, says the information was never mentioned), and no when it answers anyway."
 )
@@ -69,9 +73,9 @@ GEVAL_CRITERIA = (
 )
 
 
-def judge_instruction(question_type: str, abstention: bool) -> str:
+def judge_instruction(question_type: str, abstention: bool, tier: int = 1) -> str:
     rule = ABSTENTION_RULE if abstention else TYPE_RULES.get(question_type, TYPE_RULES["default"])
-    return _BASE.format(rule=rule)
+    return _BASE.format(subject=SUBJECTS.get(tier, SUBJECTS[1]), rule=rule)
 
 
 def prompt_hash() -> str:
@@ -79,6 +83,7 @@ def prompt_hash() -> str:
     texts = {
         "version": JUDGE_PROMPT_VERSION,
         "base": _BASE,
+        "subjects": SUBJECTS,
         "types": TYPE_RULES,
         "abstention": ABSTENTION_RULE,
         "geval": GEVAL_CRITERIA,
@@ -106,7 +111,9 @@ async def longmemeval_judge(
         verdict = await judge.complete_structured(
             user,
             JudgeVerdict,
-            system=judge_instruction(meta["question_type"], bool(meta["abstention"])),
+            system=judge_instruction(
+                meta["question_type"], bool(meta["abstention"]), int(meta.get("tier", 1))
+            ),
         )
     except LLMError as exc:
         return MetricResult.unscored("judge failed", gating=True, error=str(exc))

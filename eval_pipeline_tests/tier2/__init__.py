@@ -1,0 +1,1 @@
+"""Tier-2 scenarios: schema, committed corpus, conversion, metrics and panels."""
