@@ -95,6 +95,8 @@ RUN_OPTION_KEYS = (
     "graph_database",
     "graph_http_url",
     "repeat",
+    "tier",
+    "light",
 )
 
 
@@ -160,6 +162,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--graph-database", metavar="NAME", help="database on that server")
     p.add_argument("--graph-http-url", metavar="URL", help="ArcadeDB HTTP API, for indexes")
     p.add_argument(
+        "--tier",
+        choices=["1", "2", "all"],
+        help="1: LongMemEval (default); 2: the authored organizational-memory scenarios; all",
+    )
+    p.add_argument(
+        "--light",
+        action="store_true",
+        default=None,
+        help="tier 2, light scenarios only (one per use case): a quick check",
+    )
+    p.add_argument(
         "--repeat",
         type=int,
         metavar="N",
@@ -169,10 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     from eval_pipeline.graph.cli import register as register_graph
+    from eval_pipeline.ops.cli import register as register_ops
     from eval_pipeline.runs.cli import register as register_runs
 
     register_graph(sub)
     register_runs(sub)
+    register_ops(sub)
     return parser
 
 

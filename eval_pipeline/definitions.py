@@ -15,6 +15,7 @@ from eval_pipeline.assets.resources import CorpusSettings, ProjectPaths
 from eval_pipeline.assets.retrieval import RETRIEVAL_ASSETS, RETRIEVAL_CHECKS, RetrievalSettings
 from eval_pipeline.assets.scoring import SCORING_ASSETS, ScoringSettings
 from eval_pipeline.graph.store import GraphStore
+from eval_pipeline.ops import CHAIN_RUN_TAGS, OPS_SCHEDULES, OPS_SENSORS
 
 ALL_ASSETS = [
     *CORPUS_ASSETS,
@@ -52,13 +53,17 @@ eval_chain = dg.define_asset_job(
     executor_def=dg.in_process_executor,
     description="The whole evaluation chain, upstream file to the scored run.",
     # The queued coordinator (deploy/dagster.yaml) allows one run per graph instance.
-    tags={"eval_pipeline/graph_instance": "default"},
+    # Run retries only for crashes, from scratch (CHAIN_RUN_TAGS): a step failure is never
+    # retried, so a wiped-and-half-injected graph is never silently retried into a mix.
+    tags={"eval_pipeline/graph_instance": "default", **CHAIN_RUN_TAGS},
 )
 
 defs = dg.Definitions(
     assets=ALL_ASSETS,
     asset_checks=ALL_CHECKS,
     jobs=[eval_chain],
+    schedules=OPS_SCHEDULES,
+    sensors=OPS_SENSORS,
     resources={
         "paths": ProjectPaths(),
         "corpus": CorpusSettings(),

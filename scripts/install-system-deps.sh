@@ -5,6 +5,8 @@
 #   docker-compose  Debian's 1.29 Python implementation; validates docker-compose.yml with
 #                   `config -q` without a Docker engine (the compose v2 plugin needs none
 #                   either, but is not packaged in Debian).
+#   chromium        headless browser for `eval-pipeline ui-check` and its test (the Dagster
+#                   UI opened for real: asset graph and scored_run pages, screenshots).
 #
 # Add a package by appending "deb-package:command-it-provides" to PACKAGES. Not root, or no
 # apt-get: print what is missing and exit 0, so `make install` still works elsewhere; the tests
@@ -13,6 +15,7 @@ set -euo pipefail
 
 PACKAGES=(
   "docker-compose:docker-compose"
+  "chromium:chromium"
 )
 
 missing=()

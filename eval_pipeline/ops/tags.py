@@ -1,0 +1,28 @@
+"""Run tags shared by the eval_chain job, its schedule and its sensors.
+
+Run retries, crash-only: the daemon re-executes a failed run only when the instance enables
+`run_retries` and the run's `dagster/max_retries` allows it. A run that failed *in a step*
+(`dagster/failure_reason` STEP_FAILURE) is never retried, because
+`dagster/retry_on_asset_or_op_failure` is false: a step that failed half-way through wiping
+or injecting the graph must be looked at, not silently re-run into a mixed graph. What is
+retried is a crash of the run itself (run worker killed, lost, or never started), and then
+the whole chain again (`ALL_STEPS`), so the graph is always built from scratch by one run.
+No op-level `RetryPolicy` is used anywhere, for the same reason.
+"""
+
+from __future__ import annotations
+
+CHAIN_JOB_NAME = "eval_chain"
+
+# The queued coordinator allows one run per value of this tag (dagster.yaml).
+GRAPH_INSTANCE_TAG = "eval_pipeline/graph_instance"
+DEFAULT_GRAPH_INSTANCE = "default"
+
+# What started a run: lets the failure log tell nightly runs from manual ones.
+TRIGGER_TAG = "eval_pipeline/trigger"
+
+CHAIN_RUN_TAGS: dict[str, str] = {
+    "dagster/max_retries": "1",
+    "dagster/retry_on_asset_or_op_failure": "false",
+    "dagster/retry_strategy": "ALL_STEPS",
+}
