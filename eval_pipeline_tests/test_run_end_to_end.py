@@ -59,7 +59,7 @@ def test_offline_run_writes_a_complete_bundle(offline_run):
     assert pins["graph"]["backend"] == "arcadedb" and pins["graph"]["fingerprint"]
     assert pins["reconciler"]["name"] == "extractive"
     assert pins["retriever"]["retriever"] == "fulltext" and pins["scope"] == "question"
-    assert pins["judge"] == {"model": "offline", "prompt_hash": None}
+    assert pins["judge"] == {"model": "offline", "prompt_hash": None, "criteria_prompt_hash": None}
     assert pins["tokenizer"]["tokenizer"] == "o200k_base"
     assert set(manifest["stages"]) >= {"injected_graph", "retrieval_results", "scored_run"}
     rows = list(read_jsonl(run_dir / "results.jsonl"))

@@ -19,7 +19,6 @@ import importlib.util
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from pydantic import BaseModel
 
 from eval_pipeline.graph.arcadedb_http import ArcadeHttp
 from eval_pipeline.graph.errors import GraphServerError
+from eval_pipeline.ports import free_port, port_is_free
 from eval_pipeline.settings import state_dir
 
 MAIN_CLASS = "com.arcadedb.server.ArcadeDBServer"
@@ -236,31 +236,14 @@ def java_command(
     ]
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        # As the JVM binds: a port whose old connections linger in TIME_WAIT is still usable.
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _pick_ports(previous: ServerInfo | None) -> tuple[int, int]:
     # Keep the previous ports when free, so the URI a user saw in `graph status` stays valid.
-    if previous and _port_free(previous.bolt_port) and _port_free(previous.http_port):
+    if previous and port_is_free(previous.bolt_port) and port_is_free(previous.http_port):
         return previous.bolt_port, previous.http_port
-    bolt = _free_port()
-    http = _free_port()
+    bolt = free_port()
+    http = free_port()
     while http == bolt:
-        http = _free_port()
+        http = free_port()
     return bolt, http
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from eval_pipeline.ops.browser import kill_group
+from eval_pipeline.ports import port_is_free
 
 DEFINITIONS_MODULE = "eval_pipeline.definitions"
 
@@ -33,24 +33,6 @@ LOCATIONS_QUERY = """
 
 class WebserverError(RuntimeError):
     """The webserver did not start, or its code location did not load."""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def port_is_free(port: int) -> bool:
-    """Nothing listens on it. SO_REUSEADDR, as uvicorn sets: connections of a server that
-    just stopped (TIME_WAIT) do not make the port busy, a listening socket still does."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def _opener() -> urllib.request.OpenerDirector:
