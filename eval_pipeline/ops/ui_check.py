@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_pipeline.ops.browser import BrowserError, HeadlessChromium, find_chromium
-from eval_pipeline.ops.webserver import DagsterWebserver, WebserverError, free_port
+from eval_pipeline.ops.webserver import DagsterWebserver, WebserverError
+from eval_pipeline.ports import free_port
 
 if TYPE_CHECKING:  # dagster and the chain load only when the check runs
     import dagster as dg
