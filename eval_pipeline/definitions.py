@@ -15,7 +15,9 @@ from eval_pipeline.assets.resources import CorpusSettings, ProjectPaths
 from eval_pipeline.assets.retrieval import RETRIEVAL_ASSETS, RETRIEVAL_CHECKS, RetrievalSettings
 from eval_pipeline.assets.scoring import SCORING_ASSETS, ScoringSettings
 from eval_pipeline.graph.store import GraphStore
-from eval_pipeline.ops import CHAIN_RUN_TAGS, OPS_SCHEDULES, OPS_SENSORS
+from eval_pipeline.ops.schedules import OPS_SCHEDULES
+from eval_pipeline.ops.sensors import OPS_SENSORS
+from eval_pipeline.ops.tags import CHAIN_RUN_TAGS
 
 ALL_ASSETS = [
     *CORPUS_ASSETS,

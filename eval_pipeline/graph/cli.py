@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eval_pipeline.graph import server
 from eval_pipeline.graph.errors import GraphError
-from eval_pipeline.graph.store import GraphStore
+
+if TYPE_CHECKING:  # the store pulls in dagster and the driver: only load them when used
+    from eval_pipeline.graph.store import GraphStore
 
 NOT_RUNNING = 3  # `graph status` exit code when the embedded server is down (as systemctl)
 
@@ -47,6 +48,8 @@ def add_graph_options(parser: argparse.ArgumentParser) -> None:
 
 
 def store_from_args(args: argparse.Namespace) -> GraphStore:
+    from eval_pipeline.graph.store import GraphStore
+
     return GraphStore(
         backend=args.graph_backend or "arcadedb",
         uri=args.graph_uri,
@@ -88,6 +91,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from eval_pipeline.graph import server
+
     root = server.resolve_data_dir(args.graph_data_dir)
     info = server.running_info(root)
     if not server.stop(root):
