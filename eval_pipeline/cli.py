@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from eval_pipeline.corpus.errors import CorpusError
 from eval_pipeline.corpus.sampling import SampleSpec
 from eval_pipeline.corpus.upstream import HF_REVISION, UpstreamSpec
+from eval_pipeline.llm.errors import LLMError
 from eval_pipeline.run_chain import RunOptions
 
 
@@ -196,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CorpusError, UsageError) as exc:
+    except (CorpusError, UsageError, LLMError) as exc:
         print(f"eval-pipeline: error: {exc}", file=sys.stderr)
         return 2
     except ValidationError as exc:

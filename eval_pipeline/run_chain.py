@@ -194,6 +194,10 @@ def run_chain(opts: RunOptions) -> int:
 
     from eval_pipeline.dagster_home import local_instance
     from eval_pipeline.definitions import defs
+    from eval_pipeline.llm import ensure_no_confident_upload
+
+    # Refuse before anything runs, whatever the judge: deepeval would upload results.
+    ensure_no_confident_upload()
 
     instance = local_instance()
     job = defs.resolve_job_def("eval_chain")

@@ -143,3 +143,12 @@ def test_repeats_calibrate_and_compare(home, offline_run):
     )
     assert cmp.returncode == 0, cmp.stderr
     assert "verdict: INCONCLUSIVE" in cmp.stdout  # an identical offline configuration
+
+
+def test_refuses_to_start_while_deepeval_could_upload(home):
+    _, env = home
+    res = run({**env, "CONFIDENT_API_KEY": "confident-test-key"}, timeout=120)
+    assert res.returncode != 0
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("eval-pipeline: error: CONFIDENT_API_KEY is set")
+    assert "confident-test-key" not in res.stderr

@@ -20,7 +20,7 @@ from eval_pipeline import __version__
 from eval_pipeline.assets.resources import ProjectPaths
 from eval_pipeline.corpus.convert import GOLDENS_FILE, MANIFEST_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl
-from eval_pipeline.llm import LLMLayer, LLMSettings
+from eval_pipeline.llm import LLMLayer, LLMSettings, ensure_no_confident_upload
 from eval_pipeline.retrieve.results import QuestionRetrieval
 from eval_pipeline.runs.bundle import write_bundle
 from eval_pipeline.score.judges import judge_batch, offline_judge_results, prompt_hash
@@ -219,6 +219,8 @@ def headline(summary: dict) -> dict[str, float | int | None]:
 def scored_run(
     context: dg.AssetExecutionContext, paths: ProjectPaths, scoring: ScoringSettings
 ) -> dg.MaterializeResult:
+    # The UI path too: refuse to score while deepeval could upload results.
+    ensure_no_confident_upload()
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     corpus_dir = paths.corpus_dir()
