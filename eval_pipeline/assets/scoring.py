@@ -33,7 +33,7 @@ from eval_pipeline.tier2.metrics import (
     criteria_judge_batch,
     criteria_prompt_hash,
 )
-from eval_pipeline.tier2.panels import tier2_panels
+from eval_pipeline.tier2.panels import tier2_panels, tier2_panels_markdown
 
 GROUP = "score"
 RETRIEVAL_DIR = "retrieval"
@@ -190,6 +190,19 @@ def add_tier2_scores(
     return out
 
 
+def summary_metadata(summary: dict) -> dict[str, dg.MetadataValue]:
+    """One markdown entry per tier (and the tier-2 panels apart): the UI shows a short entry
+    inline but folds a long one behind a link, so the first tier's tables stay in view."""
+    out: dict[str, dg.MetadataValue] = {}
+    for i, (tier, s) in enumerate(summary["tiers"].items()):
+        tables = {k: v for k, v in s.items() if k != "panels"}
+        key = "summary" if i == 0 else f"summary_tier{tier}"
+        out[key] = dg.MetadataValue.md(summary_markdown({"tiers": {tier: tables}}))
+        if s.get("panels"):
+            out[f"tier{tier}_panels"] = dg.MetadataValue.md(tier2_panels_markdown(s["panels"]))
+    return out
+
+
 def headline(summary: dict) -> dict[str, float | int | None]:
     """Numeric values Dagster can chart across materializations (None when unscored)."""
     out: dict[str, float | int | None] = {}
@@ -294,7 +307,7 @@ def scored_run(
     )
     context.log.info(f"run bundle: {run_dir}")
     metadata: dict[str, Any] = {
-        "summary": dg.MetadataValue.md(summary_markdown(summary)),
+        **summary_metadata(summary),
         "run_dir": dg.MetadataValue.path(str(run_dir)),
         "questions": len(rows),
         "judge": scoring.judge,

@@ -169,9 +169,4 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                 ]
                 out.append(f"| {level} | {variant} | " + " | ".join(cells) + " |")
         out.append("")
-        if s.get("panels"):
-            from eval_pipeline.tier2.panels import tier2_panels_markdown
-
-            out.append(tier2_panels_markdown(s["panels"]))
-            out.append("")
     return "\n".join(out)
