@@ -9,7 +9,6 @@ Wiring (in definitions.py): resources `graph` (GraphStore) and `reconcile` (Reco
 assets RECONCILE_ASSETS, checks RECONCILE_CHECKS.
 """
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from eval_pipeline.assets.resources import json_options
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMConfigError, LLMLayer, LLMSettings
 from eval_pipeline.reconcile import schema
@@ -60,13 +60,7 @@ class ReconcilerSettings(dg.ConfigurableResource):
     llm_cache_path: str | None = Field(default=None, description="default: state dir")
 
     def options(self) -> dict[str, Any]:
-        try:
-            options = json.loads(self.config or "{}")
-        except ValueError as exc:
-            raise dg.Failure(f"reconciler config is not JSON: {exc}") from None
-        if not isinstance(options, dict):
-            raise dg.Failure("reconciler config must be a JSON object")
-        return options
+        return json_options(self.config, "reconciler config")
 
     def llm_layer(self) -> LLMLayer | None:
         """A layer whose `reconciler` role is configured, or None when it is offline."""

@@ -1,12 +1,25 @@
 """Resources shared by the assets: where files live, and which corpus a run uses."""
 
+import json
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
 from eval_pipeline.corpus.sampling import SampleSpec
 from eval_pipeline.corpus.upstream import HF_REVISION, UpstreamSpec
 from eval_pipeline.settings import state_dir
+
+
+def json_options(text: str | None, what: str) -> dict[str, Any]:
+    """A resource field holding a JSON object of keyword options (plug-in configuration)."""
+    try:
+        options = json.loads(text or "{}")
+    except ValueError as exc:
+        raise dg.Failure(f"{what} is not JSON: {exc}") from None
+    if not isinstance(options, dict):
+        raise dg.Failure(f"{what} must be a JSON object")
+    return options
 
 
 class ProjectPaths(dg.ConfigurableResource):

@@ -7,7 +7,6 @@ content fingerprint is computed before and after and recorded in the metadata; t
 check compares them, so nothing downstream scores a run whose retrieval changed the graph.
 """
 
-import json
 import math
 import statistics
 import time
@@ -17,7 +16,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from eval_pipeline.assets.resources import ProjectPaths
+from eval_pipeline.assets.resources import ProjectPaths, json_options
 from eval_pipeline.corpus.convert import GOLDENS_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl, staged_outputs, write_json, write_jsonl
 from eval_pipeline.graph.store import GraphStore
@@ -80,12 +79,7 @@ class RetrievalSettings(dg.ConfigurableResource):
         return self.scope
 
     def options(self) -> dict[str, Any]:
-        try:
-            options = json.loads(self.retriever_options or "{}")
-        except ValueError as exc:
-            raise dg.Failure(f"retriever_options is not JSON: {exc}") from None
-        if not isinstance(options, dict):
-            raise dg.Failure("retriever_options must be a JSON object")
+        options = json_options(self.retriever_options, "retriever_options")
         if self.retriever == "graph_agent":
             options.setdefault("max_steps", self.max_steps)
             options.setdefault("payload_cap_tokens", self.payload_cap_tokens)
