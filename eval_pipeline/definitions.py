@@ -64,6 +64,8 @@ defs = dg.Definitions(
     assets=ALL_ASSETS,
     asset_checks=ALL_CHECKS,
     jobs=[eval_chain],
+    # "Materialize" in the UI runs an implicit asset job: in-process too, for the same reason.
+    executor=dg.in_process_executor,
     schedules=OPS_SCHEDULES,
     sensors=OPS_SENSORS,
     resources={
