@@ -66,7 +66,8 @@ class UpstreamQuestion:
         return (self.question_type, self.abstention)
 
 
-_REQUIRED = (
+# Every field of an upstream record, in the order upstream writes them.
+UPSTREAM_FIELDS = (
     "question_id",
     "question_type",
     "question",
@@ -93,7 +94,7 @@ def parse_record(index: int, raw: Any) -> UpstreamQuestion:
     def fail(fld: str, msg: str) -> CorpusError:
         return CorpusError(msg, record=rec, field=fld)
 
-    for key in _REQUIRED:
+    for key in UPSTREAM_FIELDS:
         if key not in raw:
             raise fail(key, "missing")
     for key in ("question_id", "question_type", "question", "question_date"):

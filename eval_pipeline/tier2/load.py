@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from eval_pipeline.settings import REPO_DIR
 from eval_pipeline.tier2.schema import (
@@ -42,6 +43,8 @@ EVENTS_DIR = Path("universe") / "events"
 SCENARIOS_DIR = Path("scenarios")
 MIN_SCENARIOS = 30
 MIN_ADVERSARIAL = 3
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -97,6 +100,28 @@ def _yaml_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("*.yaml") if p.is_file())
 
 
+def _validated_items(
+    root: Path, directory: Path, key: str, model: type[M], issues: list[Issue]
+) -> Iterator[tuple[str, str, M]]:
+    """(file name, owner label, validated item) for every item of every YAML file in
+    `directory`; every problem is appended to `issues` and its item skipped."""
+    files = _yaml_files(root / directory)
+    if not files:
+        issues.append(Issue(_rel(root / directory, root), "-", "(file)", f"no {key[:-1]} files"))
+    kind = key[:-1]  # "events" -> "event", "scenarios" -> "scenario"
+    for path in files:
+        name = _rel(path, root)
+        items, problems = _read_yaml(path, root, key)
+        issues += problems
+        for i, item in enumerate(items or []):
+            owner = item.get("id") if isinstance(item, dict) else None
+            owner = f"{kind} {owner!r}" if isinstance(owner, str) else f"{key}[{i}]"
+            try:
+                yield name, owner, model.model_validate(item)
+            except ValidationError as exc:
+                issues += validation_issues(exc, name, owner)
+
+
 def load_universe(root: str | Path | None = None) -> Universe:
     root = Path(root) if root is not None else TIER2_DIR
     issues: list[Issue] = []
@@ -110,28 +135,14 @@ def load_universe(root: str | Path | None = None) -> Universe:
             issues += validation_issues(exc, _rel(root / COMPANY_FILE, root), "company")
     events: dict[str, Event] = {}
     where: dict[str, str] = {}
-    files = _yaml_files(root / EVENTS_DIR)
-    if not files:
-        issues.append(Issue(_rel(root / EVENTS_DIR, root), "-", "(file)", "no event files"))
-    for path in files:
-        name = _rel(path, root)
-        items, problems = _read_yaml(path, root, "events")
-        issues += problems
-        for i, item in enumerate(items or []):
-            owner = item.get("id") if isinstance(item, dict) else None
-            owner = f"event {owner!r}" if isinstance(owner, str) else f"events[{i}]"
-            try:
-                event = Event.model_validate(item)
-            except ValidationError as exc:
-                issues += validation_issues(exc, name, owner)
-                continue
-            if event.id in events:
-                issues.append(Issue(name, owner, "id", f"duplicate: also in {where[event.id]}"))
-                continue
-            if company is not None:
-                issues += event_issues(event, company, name)
-            events[event.id] = event
-            where[event.id] = name
+    for name, owner, event in _validated_items(root, EVENTS_DIR, "events", Event, issues):
+        if event.id in events:
+            issues.append(Issue(name, owner, "id", f"duplicate: also in {where[event.id]}"))
+            continue
+        if company is not None:
+            issues += event_issues(event, company, name)
+        events[event.id] = event
+        where[event.id] = name
     if issues:
         raise Tier2SchemaError(issues)
     assert company is not None
@@ -150,33 +161,20 @@ def load_scenarios(
     issues: list[Issue] = []
     scenarios: list[Scenario] = []
     where: dict[str, str] = {}
-    files = _yaml_files(root / SCENARIOS_DIR)
-    if not files:
-        issues.append(Issue(_rel(root / SCENARIOS_DIR, root), "-", "(file)", "no scenario files"))
-    for path in files:
-        name = _rel(path, root)
-        items, problems = _read_yaml(path, root, "scenarios")
-        issues += problems
-        for i, item in enumerate(items or []):
-            owner = item.get("id") if isinstance(item, dict) else None
-            owner = f"scenario {owner!r}" if isinstance(owner, str) else f"scenarios[{i}]"
-            try:
-                scenario = Scenario.model_validate(item)
-            except ValidationError as exc:
-                issues += validation_issues(exc, name, owner)
-                continue
-            scenario._source_file = name
-            if scenario.id in where:
-                issues.append(
-                    Issue(name, owner, "id", f"duplicate scenario id: also in {where[scenario.id]}")
-                )
-                continue
-            where[scenario.id] = name
-            issues += [
-                Issue(x.file, owner, x.field, x.message)
-                for x in scenario_issues(scenario, universe)
-            ]
-            scenarios.append(scenario)
+    for name, owner, scenario in _validated_items(
+        root, SCENARIOS_DIR, "scenarios", Scenario, issues
+    ):
+        scenario._source_file = name
+        if scenario.id in where:
+            issues.append(
+                Issue(name, owner, "id", f"duplicate scenario id: also in {where[scenario.id]}")
+            )
+            continue
+        where[scenario.id] = name
+        issues += [
+            Issue(x.file, owner, x.field, x.message) for x in scenario_issues(scenario, universe)
+        ]
+        scenarios.append(scenario)
     if issues:
         raise Tier2SchemaError(issues)
     return [s for s in scenarios if s.light] if light_only else scenarios

@@ -27,18 +27,9 @@ from eval_pipeline.corpus.generate import (
     main,
     question_plan,
 )
+from eval_pipeline.corpus.longmemeval import UPSTREAM_FIELDS
 
-RECORD_KEYS = [
-    "question_id",
-    "question_type",
-    "question",
-    "answer",
-    "question_date",
-    "haystack_dates",
-    "haystack_session_ids",
-    "haystack_sessions",
-    "answer_session_ids",
-]
+RECORD_KEYS = list(UPSTREAM_FIELDS)
 TYPES = list(QUESTION_TYPE_COUNTS)
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 DATE_RE = re.compile(r"^(\d{4}/\d{2}/\d{2}) \((\w{3})\) (\d{2}:\d{2})$")

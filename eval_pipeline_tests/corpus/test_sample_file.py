@@ -17,30 +17,15 @@ from typing import Any
 
 import pytest
 
+from eval_pipeline.corpus.longmemeval import QUESTION_TYPES, UPSTREAM_FIELDS
+
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "corpus" / "upstream" / "longmemeval_sample.json"
 README = REPO / "corpus" / "upstream" / "README.md"
 REAL_SAMPLE = REPO.parent / "shared" / "data" / "longmemeval_real_sample.json"
 
-RECORD_KEYS = [
-    "question_id",
-    "question_type",
-    "question",
-    "answer",
-    "question_date",
-    "haystack_dates",
-    "haystack_session_ids",
-    "haystack_sessions",
-    "answer_session_ids",
-]
-TYPES = [
-    "single-session-user",
-    "single-session-assistant",
-    "single-session-preference",
-    "multi-session",
-    "knowledge-update",
-    "temporal-reasoning",
-]
+RECORD_KEYS = list(UPSTREAM_FIELDS)
+TYPES = list(QUESTION_TYPES)
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # locale-independent
 DATE_RE = re.compile(r"^(\d{4}/\d{2}/\d{2}) \((Mon|Tue|Wed|Thu|Fri|Sat|Sun)\) (\d{2}:\d{2})$")
 QUESTION_ID_RE = re.compile(r"^(gpt4_)?[0-9a-f]{8}(_abs)?$")
