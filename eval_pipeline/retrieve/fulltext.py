@@ -1,6 +1,10 @@
 """`fulltext`: the offline default retriever. The backend's full-text index, BM25, top-k.
 
-Query: the question's content words (stopwords dropped, Lucene-escaped) as a disjunction.
+Query: the question's content words (stopwords dropped, at most `max_terms` of them), each
+expanded into its English word forms (`terms.word_forms`: the word, its Snowball stem and the
+stem's common inflections, bounded per word), Lucene-escaped, as one disjunction. The
+expansion is on the query side so "marathons" finds "marathon" on every backend, whatever its
+index analyzer; `stemming=False` searches the bare words (version 1's query).
 Sources: turns always; a reconciler's chunks, facts and episodes too when the graph has a
 full-text index over them (found once per run). Each source yields its own top k; the merged
 list is ranked by score and cut to k, dropping an item whose turns are all already covered by a
@@ -24,7 +28,14 @@ from eval_pipeline.retrieve.protocol import (
     RetrievalTrace,
 )
 from eval_pipeline.retrieve.results import RetrievedItem
-from eval_pipeline.retrieve.terms import content_terms, or_query
+from eval_pipeline.retrieve.terms import (
+    MAX_FORMS_PER_WORD,
+    STEMMER,
+    STEMMER_PACKAGE,
+    content_terms,
+    expand_terms,
+    or_query,
+)
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +45,8 @@ HAYSTACK_MAX_ROWS = 100_000
 
 class FulltextRetriever:
     name = "fulltext"
-    version = 1
+    # 2: query terms expanded into English word forms (Snowball stem + inflections).
+    version = 2
 
     def __init__(
         self,
@@ -43,11 +55,14 @@ class FulltextRetriever:
         sources: str | list[str] = "auto",
         context_format: str = "dated",
         max_terms: int = 32,
+        stemming: bool = True,
+        max_forms_per_word: int = MAX_FORMS_PER_WORD,
     ) -> None:
         """`sources`: "auto" (turns plus whatever else is indexed), or a list of kinds
         (turn, chunk, fact, episode). `context_format`: "dated" prefixes each context string
         with its date and speaker (the reader needs dates for temporal questions), "text" hands
-        over the bare text."""
+        over the bare text. `max_terms` bounds the distinct question words searched;
+        `stemming` expands each into at most `max_forms_per_word` word forms."""
         if env.backend not in ftq.BACKENDS:
             raise ValueError(
                 f"fulltext retriever: no full-text query for backend {env.backend!r}; "
@@ -64,6 +79,10 @@ class FulltextRetriever:
         self.wanted = wanted
         self.context_format = context_format
         self.max_terms = max_terms
+        if max_forms_per_word < 1:
+            raise ValueError("max_forms_per_word must be >= 1")
+        self.stemming = bool(stemming)
+        self.max_forms_per_word = max_forms_per_word
         self.reader = GuardedReader(env.store, timeout_s=env.query_timeout_s, max_rows=env.max_rows)
         self._sources: list[ftq.FulltextSource] | None = None
         self._discovery_note: str | None = None
@@ -106,7 +125,14 @@ class FulltextRetriever:
     # --- retrieval ----------------------------------------------------------------------
 
     def terms(self, question: str) -> list[str]:
+        """The distinct content words of the question (at most `max_terms`)."""
         return content_terms(question, max_terms=self.max_terms)
+
+    def query_terms(self, terms: list[str]) -> list[str]:
+        """What the query ORs together: the words, or their word forms when stemming."""
+        if not self.stemming:
+            return list(terms)
+        return expand_terms(terms, max_forms=self.max_forms_per_word)
 
     def haystack(self, question_id: str, trace: RetrievalTrace | None) -> list[str]:
         rows = self.reader.read(
@@ -131,7 +157,7 @@ class FulltextRetriever:
                     f"question {request.question_id!r} has no haystack sessions in the graph "
                     "(was it injected with this batch?)"
                 )
-        query = or_query(terms)
+        query = or_query(self.query_terms(terms))
         candidates: list[tuple[ftq.SourceKind, dict]] = []
         for source in sources:
             statement = ftq.search_statement(
@@ -193,6 +219,15 @@ class FulltextRetriever:
             "sources": [s.source.kind for s in self.sources()],
             "context_format": self.context_format,
             "max_terms": self.max_terms,
+            "query_expansion": (
+                {
+                    "stemmer": STEMMER,
+                    "package": STEMMER_PACKAGE,
+                    "max_forms_per_word": self.max_forms_per_word,
+                }
+                if self.stemming
+                else None
+            ),
             "discovery_problem": self._discovery_note,
         }
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from eval_pipeline.retrieve.terms import content_terms, words
+from eval_pipeline.retrieve.terms import content_terms, stems, words
 
 if TYPE_CHECKING:
     from eval_pipeline.llm import LLMLayer, RoleClient
@@ -23,7 +23,9 @@ ABSTENTION = "I don't know: nothing in the retrieved memory answers this questio
 EXTRACTIVE_LABEL = "offline:extractive"
 OFFLINE_SPECS = frozenset({"offline", "extractive", EXTRACTIVE_LABEL})
 
-READER_PROMPT_VERSION = 1
+# Bumped with any change to what a reader answers from the same context: the LLM prompt, or
+# the extractive reader's matching (2: word stems, as the full-text query expands them).
+READER_PROMPT_VERSION = 2
 
 READER_SYSTEM = (
     "You answer a user's question about their own past conversations with an assistant, "
@@ -57,14 +59,15 @@ class ExtractiveReader:
 
 
 def best_passage(question: str, context: list[str]) -> int | None:
-    """Index of the passage sharing the most distinct content words with `question`.
+    """Index of the passage sharing the most distinct content words with `question`, compared
+    by stem ("marathons" matches "marathon", as the full-text query does).
 
     None when no passage shares any (nothing relevant: abstain).
     """
-    wanted = set(content_terms(question, max_terms=1_000))
+    wanted = stems(content_terms(question, max_terms=1_000))
     best, best_overlap = None, 0
     for i, passage in enumerate(context):
-        overlap = len(wanted.intersection(words(passage)))
+        overlap = len(wanted & stems(words(passage)))
         if overlap > best_overlap:  # strict: an equal later passage ranks worse
             best, best_overlap = i, overlap
     return best

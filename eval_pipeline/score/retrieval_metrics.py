@@ -16,12 +16,19 @@ the published ones:
 Session-level lists are derived from turn ids `<session_id>#<index>` in order of first
 appearance, which is what upstream's "expand k until k distinct sessions" amounts to.
 
-Two variants of the gold set:
+Which questions are scored: abstention questions (the answer is not in memory) are excluded
+from EVERY level and variant, with reason "abstention question": averaging them into recall
+would hide failures, so they are reported apart (as upstream's retrieval evaluation skips them).
+The variants change which evidence turns count, never which questions:
 
 - `upstream`: upstream indexes user turns only, so only user-role evidence turns (and their
-  sessions) are gold; a question with no user-side evidence, or an abstention question, is
-  excluded and the reason recorded;
-- `all`: every evidence turn, and every evidence session.
+  sessions) are gold; an answerable question with no user-side evidence is excluded here only
+  (reason "no user-role evidence turn");
+- `all`: every evidence turn (assistant-side evidence included), and every evidence session;
+  an answerable question with no evidence at all is excluded (reason "no evidence").
+
+Every excluded question keeps every metric key with value None and is listed with its reason
+(`exclusion_set`, and `excluded` in summary.json), per variant.
 
 The retrieved list itself is never filtered by role: an assistant turn the retriever returned
 still occupies its rank; it is simply not gold in the upstream variant.
@@ -155,8 +162,9 @@ def question_metrics(
     session ranking is derived from the turn ranking.
 
     Returns `{"turn": {"upstream": {...}, "all": {...}}, "session": {...},
-    "excluded": {"upstream": reason | None, "all": reason | None}}`. An excluded variant keeps
-    every key with value None, so the layout never depends on the question.
+    "excluded": {"upstream": reason | None, "all": reason | None}}`. An abstention question is
+    excluded from both variants; an excluded variant keeps every key with value None, so the
+    layout never depends on the question.
     """
     if retrieved_session_ids is None:
         retrieved_session_ids = sessions_from_turns(retrieved_turn_ids)
@@ -177,11 +185,14 @@ def question_metrics(
 
     excluded: dict[str, str | None] = {"upstream": None, "all": None}
     if abstention:
-        excluded["upstream"] = EXCLUDED_ABSTENTION
-    elif not user_turns:
-        excluded["upstream"] = EXCLUDED_NO_USER_EVIDENCE
-    if not gold["all"]["turn"] and not gold["all"]["session"]:
-        excluded["all"] = EXCLUDED_NO_EVIDENCE
+        # Apart from every variant: the variants differ in which turns are gold, not which
+        # questions are scored.
+        excluded = dict.fromkeys(VARIANTS, EXCLUDED_ABSTENTION)
+    else:
+        if not user_turns:
+            excluded["upstream"] = EXCLUDED_NO_USER_EVIDENCE
+        if not gold["all"]["turn"] and not gold["all"]["session"]:
+            excluded["all"] = EXCLUDED_NO_EVIDENCE
 
     ranked = {"turn": list(retrieved_turn_ids), "session": list(retrieved_session_ids)}
     result: dict = {level: {} for level in LEVELS}

@@ -10,14 +10,21 @@ Layout (documented in the README):
         "coverage": {rate, low, high, n_scored, n_unscored} | null,
         "coverage_by_type": {question_type: {...} | null},
         "coverage_task_averaged": float | null,
-        "abstention": {"questions", "coverage": {...} | null},
+        "abstention": {"questions", "coverage": {...} | null,
+                       "weakest_link": {metric: questions},
+                       "metrics": {metric: {...}}},
         "efficiency": {"median_payload_tokens_covered", "median_payload_tokens_all",
                        "note"},
         "weakest_link": {metric: questions},
         "metrics": {metric: {"mean", "n_scored", "n_unscored", "pass_rate"}}}}}
 
-Answerable questions and abstention questions are aggregated apart: `coverage` covers the
-answerable ones, `abstention` the others. A rate over nothing scored is null, not 0.
+Answerable questions and abstention questions are aggregated apart: `coverage`, `retrieval`,
+`efficiency`, `weakest_link` and `metrics` are over the answerable ones only, `abstention` holds
+the others. Every retrieval mean is the plain mean of the non-null per-question values of the
+answerable rows (`n` of them), so it can be recomputed from results.jsonl. `excluded` lists,
+per variant, every question whose retrieval metrics are null there: abstention questions in
+every variant, answerable ones with the reason their row gives. A rate over nothing scored is
+null, not 0.
 """
 
 from __future__ import annotations
@@ -27,7 +34,13 @@ from collections.abc import Iterable
 from statistics import fmean
 from typing import Any
 
-from eval_pipeline.score.retrieval_metrics import KS, LEVELS, METRIC_NAMES, VARIANTS
+from eval_pipeline.score.retrieval_metrics import (
+    EXCLUDED_ABSTENTION,
+    KS,
+    LEVELS,
+    METRIC_NAMES,
+    VARIANTS,
+)
 from eval_pipeline.score.stats import bootstrap_ci, median
 
 EFFICIENCY_NOTE = (
@@ -52,6 +65,39 @@ def _mean_ci(values: list[float | None]) -> dict:
     return {"mean": fmean(scored), "low": None, "high": None, "n": len(scored)}
 
 
+def _metric_stats(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per metric name: mean of the scored values, how many were (un)scored, pass rate."""
+    out = {}
+    for name in sorted({name for r in rows for name in r["metrics"]}):
+        results = [r["metrics"][name] for r in rows if name in r["metrics"]]
+        scores = [m["score"] for m in results if m["score"] is not None]
+        passes = [m["passed"] for m in results if m["passed"] is not None]
+        out[name] = {
+            "mean": fmean(scores) if scores else None,
+            "n_scored": len(scores),
+            "n_unscored": len(results) - len(scores),
+            "pass_rate": (sum(passes) / len(passes)) if passes else None,
+        }
+    return out
+
+
+def _weakest_links(rows: list[dict[str, Any]]) -> dict[str, int]:
+    return dict(Counter(r["weakest_link"] for r in rows if r["weakest_link"]))
+
+
+def _excluded(rows: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """`{variant: {question_id: reason}}`: every question kept out of that variant's means."""
+    out: dict[str, dict[str, str]] = {variant: {} for variant in VARIANTS}
+    for r in rows:
+        for variant in VARIANTS:
+            if r["abstention"]:
+                # Apart from every variant, whatever an older row's metrics say.
+                out[variant][r["question_id"]] = EXCLUDED_ABSTENTION
+            elif reason := r["retrieval_metrics"]["excluded"][variant]:
+                out[variant][r["question_id"]] = reason
+    return out
+
+
 def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
     answerable = [r for r in rows if not r["abstention"]]
     abstaining = [r for r in rows if r["abstention"]]
@@ -61,36 +107,16 @@ def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for variant in VARIANTS:
             retrieval[level][variant] = {
                 f"{name}@{k}": _mean_ci(
-                    [r["retrieval_metrics"][level][variant][f"{name}@{k}"] for r in rows]
+                    [r["retrieval_metrics"][level][variant][f"{name}@{k}"] for r in answerable]
                 )
                 for name in METRIC_NAMES
                 for k in KS
             }
-    excluded = {
-        variant: {
-            r["question_id"]: r["retrieval_metrics"]["excluded"][variant]
-            for r in rows
-            if r["retrieval_metrics"]["excluded"][variant]
-        }
-        for variant in VARIANTS
-    }
     by_type: dict[str, list] = defaultdict(list)
     for r in answerable:
         by_type[r["question_type"]].append(r["covered"])
     coverage_by_type = {t: _ci(v) for t, v in sorted(by_type.items())}
     type_rates = [c["rate"] for c in coverage_by_type.values() if c is not None]
-    metric_names = sorted({name for r in rows for name in r["metrics"]})
-    metrics = {}
-    for name in metric_names:
-        results = [r["metrics"][name] for r in rows if name in r["metrics"]]
-        scores = [m["score"] for m in results if m["score"] is not None]
-        passes = [m["passed"] for m in results if m["passed"] is not None]
-        metrics[name] = {
-            "mean": fmean(scores) if scores else None,
-            "n_scored": len(scores),
-            "n_unscored": len(results) - len(scores),
-            "pass_rate": (sum(passes) / len(passes)) if passes else None,
-        }
     covered_tokens = [r["payload_tokens"] for r in answerable if r["covered"]]
     return {
         "counts": {
@@ -101,21 +127,23 @@ def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "unscored": sum(1 for r in answerable if r["covered"] is None),
         },
         "retrieval": retrieval,
-        "excluded": excluded,
+        "excluded": _excluded(rows),
         "coverage": _ci([r["covered"] for r in answerable]),
         "coverage_by_type": coverage_by_type,
         "coverage_task_averaged": fmean(type_rates) if type_rates else None,
         "abstention": {
             "questions": len(abstaining),
             "coverage": _ci([r["covered"] for r in abstaining]),
+            "weakest_link": _weakest_links(abstaining),
+            "metrics": _metric_stats(abstaining),
         },
         "efficiency": {
             "median_payload_tokens_covered": median(covered_tokens),
             "median_payload_tokens_all": median(r["payload_tokens"] for r in answerable),
             "note": EFFICIENCY_NOTE,
         },
-        "weakest_link": dict(Counter(r["weakest_link"] for r in rows if r["weakest_link"])),
-        "metrics": metrics,
+        "weakest_link": _weakest_links(answerable),
+        "metrics": _metric_stats(answerable),
     }
 
 

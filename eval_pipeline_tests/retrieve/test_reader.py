@@ -31,6 +31,13 @@ def test_extractive_reader_returns_the_best_matching_passage():
     assert answer == CONTEXT[1]
 
 
+def test_extractive_reader_matches_word_forms_as_the_query_does():
+    # "marathons" and "marathon" share a stem: the reader must not abstain on the passage
+    # the stemmed full-text query found.
+    context = ["We talked about the weather", "I ran my first marathon in May"]
+    assert ExtractiveReader().answer("How many marathons did I run?", "", context) == context[1]
+
+
 def test_ties_go_to_the_better_ranked_passage():
     assert best_passage("road bikes", ["road trip", "road work"]) == 0
 

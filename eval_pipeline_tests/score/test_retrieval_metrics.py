@@ -183,16 +183,23 @@ def test_assistant_only_evidence_excluded_from_upstream() -> None:
     assert result["session"]["all"]["recall_any@3"] == 1.0
 
 
-def test_abstention_excluded_from_upstream_only() -> None:
+def test_abstention_excluded_from_every_level_and_variant() -> None:
+    """Issue 11 §6: abstention is apart from every recall and NDCG variant. The question's
+    evidence is retrieved (user turn at rank 4), so scoring it anywhere would give 1.0."""
     result = _question(abstention=True)
-    assert result["excluded"] == {"upstream": EXCLUDED_ABSTENTION, "all": None}
-    assert set(result["turn"]["upstream"].values()) == {None}
-    assert result["turn"]["all"]["recall_any@5"] == 1.0
+    assert result["excluded"] == {"upstream": EXCLUDED_ABSTENTION, "all": EXCLUDED_ABSTENTION}
+    for level in ("turn", "session"):
+        for variant in ("upstream", "all"):
+            assert set(result[level][variant].values()) == {None}, (level, variant)
+    # Abstention takes precedence over the evidence-based reasons, in both variants.
+    for roles in ({"s2#1": "assistant"}, {}):
+        result = _question(abstention=True, evidence_turn_roles=roles, evidence_session_ids=[])
+        assert result["excluded"] == dict.fromkeys(("upstream", "all"), EXCLUDED_ABSTENTION)
 
 
 def test_no_evidence_excluded_everywhere() -> None:
     result = _question(evidence_turn_roles={}, evidence_session_ids=[], abstention=True)
-    assert result["excluded"] == {"upstream": EXCLUDED_ABSTENTION, "all": EXCLUDED_NO_EVIDENCE}
+    assert result["excluded"] == {"upstream": EXCLUDED_ABSTENTION, "all": EXCLUDED_ABSTENTION}
     result = _question(evidence_turn_roles={}, evidence_session_ids=[])
     assert result["excluded"] == {
         "upstream": EXCLUDED_NO_USER_EVIDENCE,
@@ -224,5 +231,5 @@ def test_exclusion_set() -> None:
             "q3": EXCLUDED_NO_USER_EVIDENCE,
             "q4": EXCLUDED_NO_USER_EVIDENCE,
         },
-        "all": {"q4": EXCLUDED_NO_EVIDENCE},
+        "all": {"q2_abs": EXCLUDED_ABSTENTION, "q4": EXCLUDED_NO_EVIDENCE},
     }

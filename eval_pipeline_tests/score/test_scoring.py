@@ -119,8 +119,12 @@ def test_summary_per_tier_with_unscored_apart_and_none_rates(tokenizer):
     assert s["coverage_by_type"]["multi-session"]["rate"] == 1.0
     assert s["coverage_by_type"]["knowledge-update"]["rate"] == 0.0
     assert s["coverage_task_averaged"] == 0.5
-    assert s["abstention"] == {"questions": 1, "coverage": None}  # never scored → None, not 0
-    assert s["excluded"]["upstream"] == {"c": "abstention question"}
+    assert s["abstention"]["questions"] == 1
+    assert s["abstention"]["coverage"] is None  # never scored → None, not 0
+    assert s["excluded"] == {
+        "upstream": {"c": "abstention question"},
+        "all": {"c": "abstention question"},
+    }
     assert s["retrieval"]["turn"]["all"]["recall_any@1"]["mean"] == 0.5
     assert s["efficiency"]["median_payload_tokens_covered"] == rows[0]["payload_tokens"]
     md = summary_markdown(summarize(rows))
