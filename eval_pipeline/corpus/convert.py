@@ -1,7 +1,8 @@
 """LongMemEval records → goldens (deepeval `Golden` shape) and deduplicated session fixtures.
 
 Two steps, each one streaming pass over the upstream file:
-- `plan_corpus`: validate every record, draw the sample, build the golden rows;
+- `plan_corpus`: validate every record (refusing the oracle variant by content), draw the
+  sample (capped to what the file holds), build the golden rows;
 - `FixtureWriter`: write each selected question's haystack sessions once per batch.
 `build_corpus` runs both, in a single pass when every question is taken.
 """
@@ -12,7 +13,7 @@ import hashlib
 import json
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -23,7 +24,13 @@ from eval_pipeline.corpus.json_stream import iter_json_array
 from eval_pipeline.corpus.jsonl import dumps_line, staged_outputs, write_json, write_jsonl
 from eval_pipeline.corpus.longmemeval import HaystackSession, UpstreamQuestion, parse_record
 from eval_pipeline.corpus.models import FIXTURE_SCHEMA_VERSION
-from eval_pipeline.corpus.sampling import SampleSpec, select_questions, stratum_key
+from eval_pipeline.corpus.sampling import (
+    SampleSpec,
+    effective_spec,
+    sample_note,
+    select_questions,
+    stratum_key,
+)
 from eval_pipeline.corpus.upstream import ResolvedUpstream
 from eval_pipeline.settings import REPO_DIR
 
@@ -33,7 +40,86 @@ MANIFEST_FILE = "manifest.json"
 PLAN_FILE = "plan.json"
 
 
-def iter_questions(path: str | Path, *, on_bytes=None) -> Iterator[UpstreamQuestion]:
+ORACLE_REFUSAL = (
+    "precision and payload efficiency would score well by construction; use a file with "
+    "distractor sessions (LongMemEval S or M)"
+)
+
+
+def is_distractor(session: HaystackSession) -> bool:
+    """A haystack session that is no answer session: not in `answer_session_ids` and with
+    no turn flagged `has_answer`."""
+    return not session.is_evidence
+
+
+class OracleContentGuard:
+    """Tells the oracle variant by content: a file in which no haystack holds a distractor.
+
+    The rule, over the whole file (never only the sampled questions):
+    - a slot is a *distractor* when its session is neither listed in `answer_session_ids`
+      nor holds a turn flagged `has_answer` (`is_distractor`);
+    - the file is refused when it holds at least one record and not one distractor slot in
+      any record. That is LongMemEval's oracle variant, whose haystacks are exactly the
+      answer sessions, whatever the file or its variant is called;
+    - abstention questions count like any other: upstream gives them answer sessions too
+      (a related mention, not the answer), and the oracle file gives them only those, so
+      exempting them would let an oracle file of abstention questions through;
+    - a question with an empty haystack holds no distractor, so a file whose haystacks are
+      all empty is refused as well (there is nothing to retrieve among);
+    - a file where only *some* questions lack distractors is accepted (their count is in
+      `file_stats["questions_without_distractors"]`): a real haystack can be that small.
+    """
+
+    __slots__ = ("records", "slots", "distractors", "without_distractors")
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.slots = 0
+        self.distractors = 0
+        self.without_distractors = 0
+
+    def add(self, q: UpstreamQuestion) -> None:
+        n = sum(1 for s in q.sessions if is_distractor(s))
+        self.records += 1
+        self.slots += len(q.sessions)
+        self.distractors += n
+        self.without_distractors += n == 0
+
+    @property
+    def is_oracle(self) -> bool:
+        return self.records > 0 and self.distractors == 0
+
+    def check(self, file_name: str = "the upstream file") -> None:
+        """Raise CorpusError (one line) when the file is the oracle variant by content."""
+        if not self.is_oracle:
+            return
+        if self.slots == 0:
+            why = f"none of the {self.records} records of {file_name} has a haystack session"
+        else:
+            why = (
+                f"every one of the {self.slots} haystack sessions of the {self.records} "
+                f"records of {file_name} is an answer session (no distractor anywhere)"
+            )
+        raise CorpusError(
+            f"{why}: this is the oracle variant by content, refused ({ORACLE_REFUSAL})",
+            field="haystack_sessions",
+        )
+
+
+def check_not_oracle_content(
+    questions: Iterable[UpstreamQuestion], file_name: str = "the upstream file"
+) -> Iterator[UpstreamQuestion]:
+    """Pass `questions` through; after the last one, refuse the file if it is the oracle
+    variant by content (`OracleContentGuard`). Nothing is refused before the end: a
+    distractor may come in the last record."""
+    guard = OracleContentGuard()
+    for q in questions:
+        guard.add(q)
+        yield q
+    guard.check(file_name)
+
+
+def _iter_parsed(path: str | Path, *, on_bytes=None) -> Iterator[UpstreamQuestion]:
     seen: set[str] = set()
     for index, raw in iter_json_array(path, on_bytes=on_bytes):
         q = parse_record(index, raw)
@@ -41,6 +127,27 @@ def iter_questions(path: str | Path, *, on_bytes=None) -> Iterator[UpstreamQuest
             raise CorpusError("duplicate question_id", record=q.question_id, field="question_id")
         seen.add(q.question_id)
         yield q
+
+
+def iter_questions(path: str | Path, *, on_bytes=None) -> Iterator[UpstreamQuestion]:
+    """Every record of an upstream file, validated; the oracle variant is refused by content
+    once the last record is read (a consumer that reads to the end always sees that)."""
+    return check_not_oracle_content(_iter_parsed(path, on_bytes=on_bytes), Path(path).name)
+
+
+def oracle_by_content(path: str | Path) -> bool:
+    """True when the file is the oracle variant by content (`OracleContentGuard`'s rule).
+
+    Stops at the first distractor, so on a real haystack file it reads one record; only a
+    file that is (nearly) oracle is read to the end. Records are validated as they are read
+    (a bad record raises CorpusError).
+    """
+    guard = OracleContentGuard()
+    for q in _iter_parsed(path):
+        guard.add(q)
+        if guard.distractors:
+            return False
+    return guard.is_oracle
 
 
 def kept_sessions(q: UpstreamQuestion, max_sessions: int | None) -> list[HaystackSession]:
@@ -178,15 +285,25 @@ class CorpusPlan:
     tiers: str = "1"
     light: bool = False
     tier2: dict[str, Any] | None = None  # stats of the tier-2 scenarios in the batch
+    # `spec` is the spec as drawn (`sampling.effective_spec`); this is what --sample asked.
+    requested_sample: int | None = None
+    # One line when the draw is not what --sample asked (capped, or short by equal quotas).
+    sample_note: str | None = None
 
     @property
     def selected_ids(self) -> set[str]:
         return {g["name"] for g in self.goldens}
 
+    @property
+    def sample_capped(self) -> bool:
+        return self.requested_sample is not None and self.requested_sample != self.spec.sample
+
     def to_json(self) -> dict:
         return {
             "upstream": self.upstream.model_dump(),
             "spec": self.spec.model_dump(),
+            "requested_sample": self.requested_sample,
+            "sample_note": self.sample_note,
             "selected": [g["name"] for g in self.goldens],
             "strata": self.strata,
             "file_stats": self.file_stats,
@@ -194,6 +311,23 @@ class CorpusPlan:
             "light": self.light,
             "tier2": self.tier2,
         }
+
+    @classmethod
+    def from_json(cls, raw: dict, goldens: list[dict]) -> CorpusPlan:
+        """The plan `to_json` wrote, with the goldens read back from their file."""
+        spec = SampleSpec.model_validate(raw["spec"])
+        return cls(
+            upstream=ResolvedUpstream.model_validate(raw["upstream"]),
+            spec=spec,
+            goldens=goldens,
+            strata=raw["strata"],
+            file_stats=raw["file_stats"],
+            tiers=raw.get("tiers", "1"),
+            light=raw.get("light", False),
+            tier2=raw.get("tier2"),
+            requested_sample=raw.get("requested_sample", spec.sample),
+            sample_note=raw.get("sample_note"),
+        )
 
 
 def plan_corpus(
@@ -209,13 +343,13 @@ def plan_corpus(
     hasher = hashlib.sha256()
     rows: list[tuple[str, tuple[str, bool], dict]] = []
     by_type: Counter[str] = Counter()
-    no_distractors = 0
-    source = upstream.source_label()
+    guard = OracleContentGuard()
+    # iter_questions refuses the oracle variant too; the guard here counts for file_stats.
     for q in iter_questions(upstream.path, on_bytes=hasher.update):
         kept = kept_sessions(q, spec.max_sessions_per_question)
-        rows.append((q.question_id, q.stratum, golden_row(q, kept, source)))
+        rows.append((q.question_id, q.stratum, golden_row(q, kept, "")))
         by_type[q.question_type] += 1
-        no_distractors += all(s.is_evidence for s in q.sessions)
+        guard.add(q)
         if fixtures is not None:
             fixtures.add(q, kept)
     digest = hasher.hexdigest()
@@ -227,7 +361,14 @@ def plan_corpus(
         )
     if not rows:
         raise CorpusError("the upstream file holds no records")
+    guard.check(upstream.file_name)
     upstream = upstream.model_copy(update={"sha256": digest})
+    # The label carries the digest of this very pass (a local file's only revision).
+    source = upstream.source_label()
+    for _, _, g in rows:
+        g["source_file"] = source
+    requested = spec.sample
+    spec = effective_spec(spec, len(rows))
     selected, counts = select_questions(((qid, st) for qid, st, _ in rows), spec)
     goldens = [g for qid, _, g in rows if qid in selected]
     strata = {
@@ -237,9 +378,17 @@ def plan_corpus(
         "records": len(rows),
         "by_question_type": dict(sorted(by_type.items())),
         "abstention": sum(1 for _, (_, abs_), _ in rows if abs_),
-        "questions_without_distractors": no_distractors,
+        "questions_without_distractors": guard.without_distractors,
     }
-    return CorpusPlan(upstream, spec, goldens, strata, file_stats)
+    return CorpusPlan(
+        upstream,
+        spec,
+        goldens,
+        strata,
+        file_stats,
+        requested_sample=requested,
+        sample_note=sample_note(requested, len(rows), len(goldens)),
+    )
 
 
 def evidence_report(goldens: list[dict]) -> dict[str, Any]:
@@ -273,11 +422,20 @@ def upstream_pins(upstream: ResolvedUpstream) -> dict[str, Any]:
 def manifest_for(plan: CorpusPlan, fixture_stats: dict[str, Any], goldens_sha256: str) -> dict:
     """Deterministic (no clock): the same spec on the same input gives the same bytes."""
     goldens = plan.goldens
+    # `sample_spec` is the spec as drawn (the effective sample size): it is the pin. What
+    # --sample asked, and the one-line note, are kept beside it only when they differ, so a
+    # run asking 1000 of 31 pins exactly like one asking 31.
+    request: dict[str, Any] = {}
+    if plan.sample_capped:
+        request["sample_requested"] = plan.requested_sample
+    if plan.sample_note:
+        request["sample_note"] = plan.sample_note
     return {
         "schema_version": FIXTURE_SCHEMA_VERSION,
         "code_version": __version__,
         "upstream": upstream_pins(plan.upstream),
         "sample_spec": plan.spec.model_dump(),
+        **request,
         "tiers": plan.tiers,
         "light": plan.light,
         "tier2": plan.tier2,

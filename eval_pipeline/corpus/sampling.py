@@ -35,6 +35,32 @@ class SampleSpec(BaseModel):
         return self.max_sessions_per_question is not None
 
 
+def effective_spec(spec: SampleSpec, available: int) -> SampleSpec:
+    """The spec as it is drawn from `available` questions.
+
+    A sample above what the file holds takes every question and is recorded as that many:
+    asking 1000 of 31 and asking 31 of 31 select the same questions, so they pin the same.
+    Any other spec is kept as asked (it reproduces its own selection).
+    """
+    if spec.sample is not None and spec.sample > available:
+        return spec.model_copy(update={"sample": available})
+    return spec
+
+
+def sample_note(requested: int | None, available: int, selected: int) -> str | None:
+    """One line when the draw is not what `--sample` asked for, else None."""
+    if requested is None:
+        return None
+    if requested > available:
+        return f"--sample {requested} capped to {available} questions (all of them)"
+    if selected != requested:
+        return (
+            f"--sample {requested} drew {selected} questions: strata of equal size keep "
+            "equal quotas"
+        )
+    return None
+
+
 def stratum_key(stratum: Stratum) -> str:
     qtype, abstention = stratum
     return f"{qtype}/{'abstention' if abstention else 'answerable'}"

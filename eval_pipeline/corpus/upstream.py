@@ -1,7 +1,12 @@
-"""Resolve the pinned LongMemEval file: bundled sample, a local path, or Hugging Face.
+"""Resolve the LongMemEval file: bundled sample, a local path, or Hugging Face.
 
 Every source ends in a local file whose sha256 we compute ourselves: `hf_hub_download`
 happily returns whatever already sits in a `local_dir`, so its word is not a check.
+
+What a file *is* (its variant, whether it is pinned) comes from what the user says
+(`UpstreamSpec.variant`) or from what a known sha256 pin identifies, never from its name:
+`mydata.json` holding the bundled sample's bytes is the sample, and `longmemeval_x.json`
+holding bytes nobody pinned is a local file recorded by its own digest.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,10 +34,16 @@ HF_FILES: dict[str, tuple[str, str | None, int | None]] = {
     ),
     "m": ("longmemeval_m_cleaned.json", None, None),
 }
+HF_DEFAULT_VARIANT = "s"
 SAMPLE_PATH = BUNDLED_CORPUS_DIR / "upstream" / "longmemeval_sample.json"
 SAMPLE_PIN_PATH = BUNDLED_CORPUS_DIR / "upstream" / "longmemeval_sample.json.sha256"
+# The variant of the bundled sample, and of any file holding its exact bytes.
+SAMPLE_VARIANT = "sample"
+# The variant of a file nobody declared and no pin identifies: it is recorded by its digest.
+LOCAL_VARIANT = "local"
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_VARIANT_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 SourceKind = Literal["sample", "path", "huggingface"]
 
@@ -44,7 +55,9 @@ class UpstreamSpec(BaseModel):
 
     source: SourceKind = "sample"
     path: str | None = None  # source=path
-    variant: str = "s"  # s | m (oracle is refused)
+    # What the user says the file is; None = not said. source=path: identified by its sha256
+    # (a known pin), else "local"; source=huggingface: "s". "oracle" is always refused.
+    variant: str | None = None
     revision: str = HF_REVISION  # source=huggingface
     sha256: str | None = None  # expected digest; overrides the built-in pin
     cache_dir: str | None = None  # pre-seeded Hugging Face cache (else HF_HUB_CACHE)
@@ -71,12 +84,23 @@ class ResolvedUpstream(BaseModel):
         return self.expected_sha256 is not None
 
     def source_label(self) -> str:
-        """`source_file` of the goldens: upstream file + revision (or its pinned digest)."""
+        """`source_file` of the goldens: upstream file + revision (or its digest)."""
         if self.revision:
             return f"{self.repo_id}/{self.file_name}@{self.revision}"
         if self.expected_sha256:
             return f"{self.source}:{self.file_name}@sha256:{self.expected_sha256}"
+        if self.sha256:  # an unpinned local file: its own digest is its revision
+            return f"{self.source}:{self.file_name}@sha256:{self.sha256}"
         return f"{self.source}:{self.file_name}"
+
+
+class KnownPin(NamedTuple):
+    """A sha256 that identifies a file whatever it is called."""
+
+    variant: str
+    sha256: str
+    bytes: int | None  # None: unknown size (the file must be hashed to rule it out)
+    what: str  # for messages
 
 
 def check_revision(revision: str) -> None:
@@ -88,16 +112,28 @@ def check_revision(revision: str) -> None:
         )
 
 
-def check_variant(variant: str, file_name: str = "") -> None:
-    if variant == "oracle" or "oracle" in file_name.lower():
+def check_variant(variant: str | None, file_name: str = "") -> None:
+    """Refuse a variant label that is not a plain label, and the oracle variant.
+
+    This judges the *label* (what the user said, or what a pin identified). The oracle
+    variant is also refused by content (`convert.check_not_oracle_content`), whatever the
+    file or its variant is called. `file_name` is accepted for old callers and ignored: a
+    file's name never decides what it is.
+    """
+    del file_name
+    if variant is None:
+        return
+    if not isinstance(variant, str) or not _VARIANT_LABEL.match(variant):
         raise CorpusError(
-            "the 'oracle' variant is refused: its haystacks hold only the evidence sessions, "
-            "so precision and payload efficiency would score well by construction",
+            f"variant {variant!r} is not a label (1-64 letters, digits, '_', '-', '.')",
             field="variant",
         )
-    if variant not in HF_FILES:
+    if "oracle" in variant.lower():
         raise CorpusError(
-            f"unknown variant {variant!r}; expected one of {sorted(HF_FILES)}", field="variant"
+            f"the oracle variant is refused (variant {variant!r}): its haystacks hold only "
+            "the evidence sessions, so precision and payload efficiency would score well by "
+            "construction",
+            field="variant",
         )
 
 
@@ -113,9 +149,26 @@ def sample_pin() -> str:
     return SAMPLE_PIN_PATH.read_text(encoding="utf-8").split()[0]
 
 
-def _variant_from_name(name: str, default: str) -> str:
-    m = re.match(r"longmemeval_([a-z]+)(?:_cleaned)?\.json$", name)
-    return m.group(1) if m else default
+def known_pins() -> list[KnownPin]:
+    """Every sha256 that identifies a variant: the pinned Hugging Face files, the sample."""
+    pins = [
+        KnownPin(variant, sha, size, f"{HF_REPO_ID}/{name}@{HF_REVISION}")
+        for variant, (name, sha, size) in HF_FILES.items()
+        if sha
+    ]
+    sample_size = SAMPLE_PATH.stat().st_size if SAMPLE_PATH.is_file() else None
+    pins.append(KnownPin(SAMPLE_VARIANT, sample_pin(), sample_size, "the bundled sample"))
+    return pins
+
+
+def identify(sha256: str) -> KnownPin | None:
+    """The known pin with this digest, if any."""
+    return next((p for p in known_pins() if p.sha256 == sha256), None)
+
+
+def _could_be_pinned(size: int) -> bool:
+    """False when no known pin can match a file of this size (its hash cannot identify it)."""
+    return any(p.bytes is None or p.bytes == size for p in known_pins())
 
 
 def _download(spec: UpstreamSpec, file_name: str) -> Path:
@@ -152,26 +205,73 @@ def _download(spec: UpstreamSpec, file_name: str) -> Path:
         ) from None
 
 
+def _contradiction(declared: str, pin: KnownPin, digest: str, name: str) -> CorpusError:
+    return CorpusError(
+        f"--variant {declared} contradicts the file: {name} has sha256 {digest}, the pin of "
+        f"{pin.what} (variant {pin.variant!r}); drop --variant or pass the file it names",
+        field="variant",
+    )
+
+
+def _identify_path(spec: UpstreamSpec, path: Path, *, verify: bool) -> tuple[str, str | None, str]:
+    """(variant, expected sha256, digest or "") of a local file, from its digest and the spec.
+
+    A known pin decides (and a declared variant that contradicts it is refused); else the
+    declared variant is recorded as said, pinned only by the user's own --sha256; else the
+    file is `local`, recorded by its own digest. With `verify=False` a file whose size no pin
+    has is not hashed here: the converter's streaming pass computes its digest.
+    """
+    size = path.stat().st_size
+    must_hash = verify or spec.sha256 is not None or _could_be_pinned(size)
+    digest = file_sha256(path) if must_hash else ""
+    declared = spec.variant
+    pin = identify(digest) if digest else None
+    if pin is not None:
+        if declared is not None and declared != pin.variant:
+            raise _contradiction(declared, pin, digest, path.name)
+        return pin.variant, spec.sha256 or pin.sha256, digest
+    if declared == SAMPLE_VARIANT:
+        # The sample is a file we wrote: only its exact bytes are it.
+        raise CorpusError(
+            f"--variant {SAMPLE_VARIANT} names the bundled sample (sha256 {sample_pin()}); "
+            f"{path.name} is another file"
+            + (f" (sha256 {digest})" if digest else f" ({size} bytes)"),
+            field="variant",
+        )
+    return declared or LOCAL_VARIANT, spec.sha256, digest
+
+
 def resolve_upstream(spec: UpstreamSpec, *, verify: bool = True) -> ResolvedUpstream:
     """Find the file for `spec`, check its pins and sha256; raise CorpusError otherwise."""
     check_variant(spec.variant)
+    digest: str | None = None  # None: not computed yet
     if spec.source == "sample":
-        path, variant, revision, repo = SAMPLE_PATH, "sample", None, None
+        if spec.variant not in (None, SAMPLE_VARIANT):
+            raise CorpusError(
+                f"--variant {spec.variant} contradicts the bundled sample (variant "
+                f"{SAMPLE_VARIANT!r}); drop --variant or pass the file it names",
+                field="variant",
+            )
+        path, variant, revision, repo = SAMPLE_PATH, SAMPLE_VARIANT, None, None
         expected = spec.sha256 or sample_pin()
     elif spec.source == "path":
         if not spec.path:
             raise CorpusError("source 'path' needs a path", field="upstream")
         path = Path(spec.path).expanduser()
-        variant = _variant_from_name(path.name, spec.variant)
-        check_variant(variant, path.name)
+        if not path.is_file():
+            raise CorpusError(f"upstream file not found: {path}", field="upstream")
+        variant, expected, digest = _identify_path(spec, path, verify=verify)
         revision, repo = None, None
-        known = HF_FILES.get(variant)
-        # A file named like the pinned upstream must match that pin; any other local file
-        # is recorded by its own digest (and is comparable only to runs on the same digest).
-        expected = spec.sha256 or (known[1] if known and path.name == known[0] else None)
     elif spec.source == "huggingface":
         check_revision(spec.revision)
-        file_name, pinned_sha, _ = HF_FILES[spec.variant]
+        variant = spec.variant or HF_DEFAULT_VARIANT
+        if variant not in HF_FILES:
+            raise CorpusError(
+                f"variant {variant!r} has no file on Hugging Face; expected one of "
+                f"{sorted(HF_FILES)}",
+                field="variant",
+            )
+        file_name, pinned_sha, _ = HF_FILES[variant]
         expected = spec.sha256 or (pinned_sha if spec.revision == HF_REVISION else None)
         if expected is None:
             raise CorpusError(
@@ -179,19 +279,15 @@ def resolve_upstream(spec: UpstreamSpec, *, verify: bool = True) -> ResolvedUpst
                 "expected sha256 explicitly",
                 field="sha256",
             )
-        path, variant, revision, repo = (
-            _download(spec, file_name),
-            spec.variant,
-            spec.revision,
-            HF_REPO_ID,
-        )
+        path, revision, repo = _download(spec, file_name), spec.revision, HF_REPO_ID
     else:  # pragma: no cover - pydantic restricts the literal
         raise CorpusError(f"unknown source {spec.source!r}", field="source")
 
     if not path.is_file():
         raise CorpusError(f"upstream file not found: {path}", field="upstream")
-    digest = file_sha256(path) if verify or expected else ""
-    if expected and digest != expected:
+    if digest is None:
+        digest = file_sha256(path) if verify or expected else ""
+    if expected and digest and digest != expected:
         raise CorpusError(
             f"sha256 of {path.name} is {digest}, expected the pinned {expected}; the file is "
             "not the pinned upstream (corrupt, truncated or another revision)",

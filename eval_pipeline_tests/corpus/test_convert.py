@@ -11,7 +11,7 @@ from eval_pipeline.corpus.convert import build_corpus
 from eval_pipeline.corpus.errors import CorpusError
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.corpus.sampling import SampleSpec
-from eval_pipeline.corpus.upstream import UpstreamSpec, resolve_upstream
+from eval_pipeline.corpus.upstream import UpstreamSpec, file_sha256, resolve_upstream
 from eval_pipeline_tests.corpus.records import record, session, write_upstream
 
 REAL_SAMPLE = (
@@ -28,9 +28,20 @@ def build(path: Path, out: Path, **spec) -> dict:
     not REAL_SAMPLE.is_file(), reason="../shared/data is absent (not in this clone)"
 )
 def test_real_upstream_records_convert_exactly(tmp_path):
-    manifest = build(REAL_SAMPLE, tmp_path / "out")
-    goldens = {g["name"]: g for g in read_jsonl(tmp_path / "out" / "goldens.jsonl")}
-    raw = {r["question_id"]: r for r in json.loads(REAL_SAMPLE.read_text())}
+    # The excerpt's haystacks are oracle-style (answer sessions only), which is refused by
+    # content (test_identity.py): one added record with a distractor makes the file valid.
+    raw_records = json.loads(REAL_SAMPLE.read_text())
+    assert file_sha256(REAL_SAMPLE) == (
+        "8a977cc188314da6e74a49c76b4539006296ea7f28da95005e9d294624e8316b"
+    )
+    path = write_upstream(tmp_path / "real_plus.json", [*raw_records, record("zz_extra")])
+    manifest = build(path, tmp_path / "out")
+    goldens = {
+        g["name"]: g
+        for g in read_jsonl(tmp_path / "out" / "goldens.jsonl")
+        if g["name"] != "zz_extra"
+    }
+    raw = {r["question_id"]: r for r in raw_records}
     assert set(goldens) == {"6a1eabeb", "gpt4_70e84552_abs"}
     for qid, g in goldens.items():
         r, meta = raw[qid], goldens[qid]["additional_metadata"]
@@ -50,10 +61,12 @@ def test_real_upstream_records_convert_exactly(tmp_path):
         "answer_a25d4a91_1#4",
         "answer_a25d4a91_2#0",
     ]
-    assert manifest["upstream"]["sha256"] == (
-        "8a977cc188314da6e74a49c76b4539006296ea7f28da95005e9d294624e8316b"
-    )
-    fixtures = list(read_jsonl(tmp_path / "out" / "fixtures.jsonl"))
+    assert manifest["upstream"]["sha256"] == file_sha256(path)
+    fixtures = [
+        f
+        for f in read_jsonl(tmp_path / "out" / "fixtures.jsonl")
+        if f["question_ids"] != ["zz_extra"]
+    ]
     assert [f["session_id"] for f in fixtures] == [
         "answer_a25d4a91_1",
         "answer_a25d4a91_2",
@@ -93,7 +106,15 @@ def test_shared_sessions_deduplicated_and_membership_kept(tmp_path):
 
 def test_pipe_and_unicode_survive_in_goldens_context(tmp_path):
     text = "price | qty\n12 | 3 — café ü 中文"
-    recs = [record("q1", sessions=[("answer_q1_1", session("q1", evidence_at=0, text=text))])]
+    recs = [
+        record(
+            "q1",
+            sessions=[
+                ("answer_q1_1", session("q1", evidence_at=0, text=text)),
+                ("d_1", session("d")),
+            ],
+        )
+    ]
     build(write_upstream(tmp_path / "up.json", recs), tmp_path / "out")
     raw = (tmp_path / "out" / "goldens.jsonl").read_text(encoding="utf-8")
     (golden,) = read_jsonl(tmp_path / "out" / "goldens.jsonl")

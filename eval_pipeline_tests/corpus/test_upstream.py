@@ -31,20 +31,30 @@ def test_revision_must_be_a_full_commit(rev):
         resolve_upstream(UpstreamSpec(source="huggingface", revision=rev))
 
 
-def test_oracle_refused_by_variant_and_by_name(tmp_path):
+@pytest.mark.parametrize("source", ["huggingface", "sample", "path"])
+def test_oracle_refused_by_variant(source, tmp_path):
+    path = str(SAMPLE_PATH) if source == "path" else None
     with pytest.raises(CorpusError, match="oracle.*by construction"):
-        resolve_upstream(UpstreamSpec(source="huggingface", variant="oracle"))
-    f = tmp_path / "longmemeval_oracle.json"
-    shutil.copy(SAMPLE_PATH, f)
-    with pytest.raises(CorpusError, match="oracle"):
-        resolve_upstream(UpstreamSpec(source="path", path=str(f)))
+        resolve_upstream(UpstreamSpec(source=source, path=path, variant="oracle"))
 
 
-def test_local_file_named_like_the_pinned_upstream_must_match_the_pin(tmp_path):
+def test_file_names_decide_nothing_bytes_do(tmp_path):
+    """Was: a file named like the pinned upstream (or like the oracle) was judged by its name.
+    Now its bytes decide: the bundled sample's bytes are the sample, whatever the name; the
+    oracle is refused by content (test_identity.py)."""
+    for name in (HF_FILES["s"][0], "longmemeval_oracle.json"):
+        f = tmp_path / name
+        shutil.copy(SAMPLE_PATH, f)
+        up = resolve_upstream(UpstreamSpec(source="path", path=str(f)))
+        assert (up.variant, up.expected_sha256, up.sha256) == ("sample", sample_pin(), sample_pin())
+
+
+def test_explicit_sha256_still_binds_a_local_file(tmp_path):
     f = tmp_path / HF_FILES["s"][0]
     shutil.copy(SAMPLE_PATH, f)
+    pin = HF_FILES["s"][1]
     with pytest.raises(CorpusError, match="sha256 .* expected the pinned d6f21ea9"):
-        resolve_upstream(UpstreamSpec(source="path", path=str(f)))
+        resolve_upstream(UpstreamSpec(source="path", path=str(f), sha256=pin), verify=False)
 
 
 def _seed_hf_cache(cache, content_from):
