@@ -27,6 +27,7 @@ from eval_pipeline.llm.credentials import install_log_redaction, redact
 from eval_pipeline.llm.deepeval_env import ensure_no_confident_upload, harden_deepeval_env
 from eval_pipeline.llm.errors import (
     ConfidentUploadRefused,
+    LLMCacheError,
     LLMCallFailed,
     LLMConfigError,
     LLMError,
@@ -41,6 +42,7 @@ __all__ = [
     "ChatMessage",
     "Completion",
     "ConfidentUploadRefused",
+    "LLMCacheError",
     "LLMCallFailed",
     "LLMConfigError",
     "LLMError",

@@ -3,6 +3,13 @@
 Tokens and cost count what was *spent in this process* (provider requests, including retries
 that got an answer and repair attempts); a cache hit spends nothing. Cost is `None` when the
 role's model has no price or a server did not report usage: unknown is not zero.
+
+Replays: `cache_hits` counts every answer served from the cache; `cache_replayed` counts the
+hits on entries written by ANOTHER origin (another layer, i.e. another run or process; or an
+entry from before origins were recorded). A run whose hits are all its own (the same prompt
+asked twice in one run) has `cache_replayed == 0`. Together with `sample_identity` (the layer's
+`LLMSettings.sample_identity`, also part of every cache key) this is what `calibrate` reads to
+tell a fresh sample from a replay of another run.
 """
 
 from __future__ import annotations
@@ -55,10 +62,12 @@ class RoleUsage(BaseModel):
     model: str | None
     calls: int = 0  # logical calls asked of the layer
     cache_hits: int = 0
+    cache_replayed: int = 0  # ... of the hits, those on entries written by another origin
+    sample_identity: str | None = None  # the layer's sample identity (in every cache key)
     provider_requests: int = 0  # HTTP requests sent, retries and repairs included
     retries: int = 0
     repairs: int = 0
-    failures: int = 0  # calls that ended in LLMCallFailed
+    failures: int = 0  # calls that ended in LLMCallFailed (or LLMCacheError: kind "cache")
     failures_by_kind: dict[str, int] = {}
     input_tokens: int = 0
     output_tokens: int = 0
@@ -75,6 +84,8 @@ class UsageSnapshot(BaseModel):
     prices_as_of: str = PRICES_AS_OF
     roles: dict[str, RoleUsage]
     total_cost_usd: float | None
+    sample_identity: str | None = None  # LLMSettings.sample_identity of the layer
+    origin: str | None = None  # the token this layer wrote its cache entries with
 
     def to_metadata(self) -> dict[str, Any]:
         """Plain JSON-safe values (wrap in dagster.MetadataValue.json at the asset)."""
@@ -85,6 +96,7 @@ class UsageSnapshot(BaseModel):
 class _RoleCounters:
     calls: int = 0
     cache_hits: int = 0
+    cache_replayed: int = 0
     provider_requests: int = 0
     retries: int = 0
     repairs: int = 0
@@ -100,7 +112,9 @@ class _RoleCounters:
 class UsageLedger:
     """Thread-safe counters for every role of one layer."""
 
-    def __init__(self, settings: LLMSettings) -> None:
+    def __init__(self, settings: LLMSettings, *, origin: str | None = None) -> None:
+        self._sample_identity = settings.sample_identity
+        self._origin = origin if origin is not None else settings.origin
         self._configs: dict[str, RoleConfig] = {name: settings.role(name) for name in ROLE_NAMES}
         self._prices = {name: _role_prices(config) for name, config in self._configs.items()}
         self._counters = {name: _RoleCounters() for name in ROLE_NAMES}
@@ -110,9 +124,12 @@ class UsageLedger:
         with self._lock:
             self._counters[role].calls += 1
 
-    def cache_hit(self, role: str) -> None:
+    def cache_hit(self, role: str, *, replayed: bool = False) -> None:
+        """A call answered from the cache; `replayed`: the entry was written by another origin."""
         with self._lock:
             self._counters[role].cache_hits += 1
+            if replayed:
+                self._counters[role].cache_replayed += 1
 
     def request_sent(self, role: str) -> None:
         with self._lock:
@@ -157,7 +174,12 @@ class UsageLedger:
         costs = [usage.cost_usd for usage in roles.values()]
         known = [c for c in costs if c is not None]
         total = round(sum(known), 10) if len(known) == len(costs) else None
-        return UsageSnapshot(roles=roles, total_cost_usd=total)
+        return UsageSnapshot(
+            roles=roles,
+            total_cost_usd=total,
+            sample_identity=self._sample_identity,
+            origin=self._origin,
+        )
 
     def _role_usage(self, name: str) -> RoleUsage:
         counters, config = self._counters[name], self._configs[name]
@@ -170,6 +192,8 @@ class UsageLedger:
             model=config.model,
             calls=counters.calls,
             cache_hits=counters.cache_hits,
+            cache_replayed=counters.cache_replayed,
+            sample_identity=self._sample_identity,
             provider_requests=counters.provider_requests,
             retries=counters.retries,
             repairs=counters.repairs,

@@ -211,6 +211,23 @@ class LLMSettings(BaseModel):
     # Optional cap shared by every role on one provider endpoint (rate limits are per account);
     # each role is in any case bounded by its own `concurrency`.
     provider_concurrency: dict[ProviderName, int] = Field(default_factory=dict)
+    # Which sample of a repeated configuration this layer draws, e.g. "<salt>/<k>" for repeat k
+    # of `run --repeat N`. When set it is part of every cache key: another identity never hits
+    # this one's entries (a fresh provider call), the same identity does (a re-run of repeat k
+    # reproduces it from the cache). None, a plain run: keys exactly as before, so existing
+    # cache files stay valid.
+    sample_identity: str | None = Field(default=None, min_length=1, max_length=256)
+    # The token recorded on every cache entry this layer writes; a hit on an entry of another
+    # origin is counted as `cache_replayed`. None: a fresh random token per LLMLayer. Never
+    # part of a cache key.
+    origin: str | None = Field(default=None, min_length=1, max_length=256)
+
+    @field_validator("sample_identity", "origin")
+    @classmethod
+    def _visible_text(cls, value: str | None) -> str | None:
+        if value is not None and (value != value.strip() or not value.isprintable()):
+            raise ValueError("must be printable text without leading or trailing whitespace")
+        return value
 
     @model_validator(mode="after")
     def _every_role_present(self) -> LLMSettings:
@@ -246,7 +263,11 @@ class LLMSettings(BaseModel):
         return self.roles[name]  # type: ignore[index]
 
     def pins(self) -> dict[str, Any]:
-        return {name: self.role(name).pins() for name in ROLE_NAMES}
+        """Each role's pins, and the sample identity (it decides which cached answers apply)."""
+        return {
+            **{name: self.role(name).pins() for name in ROLE_NAMES},
+            "sample_identity": self.sample_identity,
+        }
 
 
 class ProviderSpec(BaseModel):

@@ -43,3 +43,15 @@ class LLMCallFailed(LLMError):
 
 class StructuredOutputInvalid(LLMCallFailed):
     """The reply did not validate against the requested schema, even after one repair."""
+
+
+class LLMCacheError(LLMError):
+    """The response cache file cannot be read or written (corrupt, not SQLite, locked, unwritable).
+
+    An infrastructure failure, never the system under test's: the question it stops is
+    unscored, not a miss. `path` is the cache file; the message says what to do with it.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path

@@ -14,6 +14,13 @@ SDK clients and semaphores belong to an event loop, so they are kept per loop: t
 driven by several `asyncio.run` calls in turn (wrap each in `async with layer:` so its clients
 are closed with it). Sync callers (`complete_sync`, deepeval's `generate`) all run on one
 background loop owned by the layer, so they share its limits; `layer.close()` stops it.
+
+Samples and replays: `LLMSettings.sample_identity` (e.g. "<salt>/<k>" for repeat k) is part of
+every cache key when set, so repeats of one configuration are fresh samples, and re-running a
+repeat with its identity reproduces it from the cache. Every entry is stored with the layer's
+`origin` (`LLMSettings.origin`, else a random token per layer, `LLMLayer.origin`); a hit on an
+entry of another origin is counted as `cache_replayed` in the ledger. An unreadable cache file
+raises `LLMCacheError` (counted as a failure of kind "cache"), never a raw sqlite3 error.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import contextlib
 import logging
 import os
 import random
+import secrets
 import threading
 import time
 import weakref
@@ -37,6 +45,7 @@ from eval_pipeline.llm.config import ROLE_NAMES, LLMSettings, RetryPolicy, RoleC
 from eval_pipeline.llm.credentials import install_log_redaction, read_api_key, redact
 from eval_pipeline.llm.deepeval_env import ensure_no_confident_upload
 from eval_pipeline.llm.errors import (
+    LLMCacheError,
     LLMCallFailed,
     LLMConfigError,
     OfflineRoleError,
@@ -159,7 +168,9 @@ class LLMLayer:
         install_log_redaction()
         ensure_no_confident_upload()
         self.settings = settings or LLMSettings()
-        self.ledger = UsageLedger(self.settings)
+        # Recorded on every cache entry this layer writes; hits on other origins are replays.
+        self.origin = self.settings.origin or secrets.token_hex(8)
+        self.ledger = UsageLedger(self.settings, origin=self.origin)
         self._cache: ResponseCache | None = None
         self._cache_lock = threading.Lock()
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
@@ -187,7 +198,12 @@ class LLMLayer:
         return self.ledger.snapshot()
 
     def pins(self) -> dict[str, Any]:
+        """Every role's pins and `sample_identity` (None for a plain run)."""
         return self.settings.pins()
+
+    @property
+    def sample_identity(self) -> str | None:
+        return self.settings.sample_identity
 
     @property
     def cache(self) -> ResponseCache:
@@ -289,8 +305,9 @@ class RoleClient:
         if key is not None:
             hit = self._cached(key, schema)
             if hit is not None:
-                ledger.cache_hit(self.name)
-                return hit
+                completion, origin = hit
+                ledger.cache_hit(self.name, replayed=origin != self._layer.origin)
+                return completion
 
         sent = with_schema_instruction(chat, schema) if schema is not None else chat
         replies = [await self._request(sent, schema)]
@@ -317,20 +334,26 @@ class RoleClient:
 
         final = replies[-1]
         latency = time.perf_counter() - started
-        ledger.call_succeeded(self.name, latency)
         input_tokens = _sum_or_none(r.input_tokens for r in replies)
         output_tokens = _sum_or_none(r.output_tokens for r in replies)
         if key is not None:
-            self._layer.cache.put(
-                key,
-                self.config.provider,
-                CachedResponse(
-                    text=final.text,
-                    input_tokens=input_tokens,
-                    output_tokens=output_tokens,
-                    model=final.model,
-                ),
-            )
+            try:
+                self._layer.cache.put(
+                    key,
+                    self.config.provider,
+                    CachedResponse(
+                        text=final.text,
+                        input_tokens=input_tokens,
+                        output_tokens=output_tokens,
+                        model=final.model,
+                    ),
+                    origin=self._layer.origin,
+                )
+            except LLMCacheError:
+                # The answer cannot be kept, so a re-run could not reproduce it: unusable.
+                ledger.call_failed(self.name, "cache")
+                raise
+        ledger.call_succeeded(self.name, latency)
         return Completion(
             role=self.name,
             text=final.text,
@@ -365,24 +388,34 @@ class RoleClient:
     # -- internals -----------------------------------------------------------------------
     def _cache_key(self, chat: list[ChatMessage], schema: type[BaseModel] | None) -> str:
         config = self.config
-        return cache_key(
-            {
-                "provider": config.provider,
-                "model": config.model,
-                # A model name on a local server says little about the weights behind it, so
-                # the endpoint is part of the address there (and only there).
-                "endpoint": config.endpoint if config.provider == "openai_compatible" else None,
-                "temperature": config.temperature,
-                "max_tokens": config.max_tokens,
-                "structured_output": config.structured_output_mode if schema else None,
-                "schema": schema_fingerprint(schema) if schema else None,
-                "prompt_version": STRUCTURED_PROMPT_VERSION if schema else None,
-                "messages": [m.model_dump() for m in chat],
-            }
-        )
+        parts: dict[str, Any] = {
+            "provider": config.provider,
+            "model": config.model,
+            # A model name on a local server says little about the weights behind it, so
+            # the endpoint is part of the address there (and only there).
+            "endpoint": config.endpoint if config.provider == "openai_compatible" else None,
+            "temperature": config.temperature,
+            "max_tokens": config.max_tokens,
+            "structured_output": config.structured_output_mode if schema else None,
+            "schema": schema_fingerprint(schema) if schema else None,
+            "prompt_version": STRUCTURED_PROMPT_VERSION if schema else None,
+            "messages": [m.model_dump() for m in chat],
+        }
+        # Only when set: a plain run's keys stay those of every existing cache file.
+        identity = self._layer.settings.sample_identity
+        if identity is not None:
+            parts["sample_identity"] = identity
+        return cache_key(parts)
 
-    def _cached(self, key: str, schema: type[BaseModel] | None) -> Completion | None:
-        entry = self._layer.cache.get(key)
+    def _cached(
+        self, key: str, schema: type[BaseModel] | None
+    ) -> tuple[Completion, str | None] | None:
+        """(completion, origin of the entry), or None on a miss."""
+        try:
+            entry = self._layer.cache.get(key)
+        except LLMCacheError:
+            self._layer.ledger.call_failed(self.name, "cache")
+            raise
         if entry is None:
             return None
         parsed = None
@@ -391,7 +424,7 @@ class RoleClient:
                 parsed = parse_structured(schema, entry.text)
             except StructuredOutputError:
                 return None  # stored before a validator tightened: ask again
-        return Completion(
+        completion = Completion(
             role=self.name,
             text=entry.text,
             parsed=parsed,
@@ -399,6 +432,7 @@ class RoleClient:
             input_tokens=entry.input_tokens,
             output_tokens=entry.output_tokens,
         )
+        return completion, entry.origin
 
     def _provider(self, state: _LoopState) -> ChatProvider:
         provider = state.providers.get(self.name)

@@ -4,16 +4,57 @@ Producing repeats
 -----------------
 Repeats are runs of the same configuration over the same question set: every comparability
 pin and every configuration pin (reconciler, retriever, top_k, graph backend) equal. The
-intended way is `eval-pipeline run --repeat N`, which builds and reconciles the graph once and
-repeats only retrieval and scoring N times (the stages whose LLM calls are non-deterministic),
-writing N bundles into the runs directory. Until that option exists, running
-`eval-pipeline run` N times with the same options gives the same kind of repeats (the graph is
-rebuilt, which is deterministic for the offline reconciler). Then:
+intended way is `eval-pipeline run --repeat N`, which builds and reconciles the graph once
+(unless told to include reconciliation in the repeats) and repeats retrieval and scoring N
+times, writing N bundles into the runs directory. Repeat k draws its LLM answers under the
+sample identity "<salt>/k" (`manifest["repeat"]["sample_identity"]`), which is part of every
+LLM cache key: repeat k never replays repeat j, and re-running repeat k reproduces it. Then:
 
     eval-pipeline calibrate RUN RUN [RUN ...] [--out FILE]
 
-writes `noise_floor.json` (default: `<runs_dir>/noise_floor.json`), which
-`eval-pipeline compare --noise-floor FILE` and the `run_comparison` asset use.
+Where floors live
+-----------------
+One file per configuration: `<runs_dir>/noise_floors/<key>.json`, where `<key>` is the first
+16 hex digits of the sha256 of the canonical JSON (sorted keys, no spaces) of
+`{"pins": <comparability pin values>, "configuration": <configuration pin values>}` (see
+`floor_key`). Calibrating another configuration writes another file, never over this one;
+re-calibrating the same configuration replaces its own file. `eval-pipeline compare` without
+`--noise-floor` (and `compare(..., runs_dir=...)`) looks there for the base's configuration,
+then the candidate's. The old shared `<runs_dir>/noise_floor.json` is never read implicitly: it
+may have been calibrated over repeats that replayed one another (a silent floor of 0) and was
+overwritten by whichever configuration came last; pass it with `--noise-floor` to use it
+anyway (its comparability pins are still checked), or recalibrate.
+
+Independent samples (refused otherwise, with `CalibrationRefused`)
+-----------------------------------------------------------------
+A noise floor is only as good as its repeats' independence: a repeat that replays another's
+cached LLM answers agrees with it by construction, and the floor becomes a silent 0. The rule,
+read from each bundle's manifest (`manifest["repeat"]` and the per-stage accounting in
+`manifest["llm_usage"]`, i.e. `UsageSnapshot.to_metadata()` or one role's `RoleUsage`):
+
+* **Sampled stages.** Retrieval (reader, retrieval agent) and judging are sampled in every
+  repeat. Reconciliation is sampled too, except in a repeat whose `manifest["repeat"]`
+  says `includes_reconcile: false`: then the graph was built once and shared on purpose, and
+  the floor does not measure the reconciler's variance (`NoiseFloor.reconcile_sampled`).
+  A role *made LLM calls* in a stage when its `calls` (or `provider_requests`, `cache_hits`)
+  is > 0.
+* **(a) Distinct identities.** The identities of a run are its `repeat.sample_identity` and
+  the `sample_identity` recorded by every sampled stage that made LLM calls. No identity may
+  belong to two runs of the set: the same "<salt>/<k>" twice is one sample (the second replays
+  the first, or reproduces it), not two.
+* **(b) Distinct materializations.** No sampled stage with LLM calls may carry the same
+  accounting `origin` in two runs: that is one materialization of the stage reused by both.
+* **(c) Replays without identity.** A sampled stage's role with `cache_replayed` > 0 (cache
+  hits on entries written by another origin) and no `sample_identity` is refused: nothing
+  tells those answers from another run's, repeats of this set included. Likewise a role with
+  `cache_hits` > 0 whose accounting predates replay counting (no `cache_replayed` field), and
+  a stage whose accounting cannot be read at all.
+* **Accepted:** hits on the run's own entries (`cache_replayed` 0: the same prompt asked
+  twice within one run); replays under a sample identity that is unique in the set (a
+  *reproduced* repeat: its cached answers can only come from an earlier run of that same
+  repeat, since every key carries the identity); plain runs without identity whose LLM calls
+  all went to the provider; and fully offline runs (no LLM call at all), which are
+  deterministic: their floor is whatever their outcomes say, 0 when they agree.
 
 The floor, per tier (and per question type and for abstention)
 --------------------------------------------------------------
@@ -37,12 +78,15 @@ questions is the paired test's job (exact McNemar, in `compare`).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import os
 import random
 import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,8 +103,12 @@ from eval_pipeline.runs.pins import (
 )
 from eval_pipeline.score.stats import rate
 
+# The old single shared file: still the name `--noise-floor` users pass, never read implicitly.
 NOISE_FLOOR_FILE = "noise_floor.json"
-SCHEMA_VERSION = 1
+NOISE_FLOORS_DIR = "noise_floors"  # <runs_dir>/noise_floors/<key>.json, one per configuration
+FLOOR_KEY_DIGITS = 16
+SCHEMA_VERSION = 2  # 2: per-configuration files, key, sample identities, independence
+RECONCILE_STAGE = "reconcile"
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 0
 LEVEL = 0.95
@@ -75,12 +123,20 @@ METHOD = (
 
 
 class CalibrationRefused(ValueError):
-    """The runs are not repeats of one configuration over one question set."""
+    """The runs are not repeats of one configuration over one question set, or not independent
+    samples of it. The message is one first line, then one indented line per detail."""
 
-    def __init__(self, message: str, differences: Sequence[tuple[str, PinDifference]] = ()):
+    def __init__(
+        self,
+        message: str,
+        differences: Sequence[tuple[str, PinDifference]] = (),
+        details: Sequence[str] = (),
+    ):
         self.differences = list(differences)
+        self.details = list(details)
         lines = [message]
         lines += [f"  {run}: {diff.describe('first run', 'this run')}" for run, diff in differences]
+        lines += [f"  {detail}" for detail in self.details]
         super().__init__("\n".join(lines))
 
     @property
@@ -132,6 +188,10 @@ class NoiseFloor(BaseModel):
     runs: list[str]
     pins: dict[str, Any]  # comparability pin values the floor is valid for
     configuration: dict[str, Any]  # the configuration that was repeated
+    key: str | None = None  # floor_key: the file name under <runs_dir>/noise_floors/
+    sample_identities: list[str | None] = Field(default_factory=list)  # per run, in order
+    reconcile_sampled: bool | None = None  # None: not known (plain runs, or mixed)
+    independence: str = ""  # why the repeats count as independent samples
     method: str = METHOD
     level: float = LEVEL
     resamples: int = DEFAULT_RESAMPLES
@@ -179,6 +239,187 @@ def check_repeats(runs: Sequence[RunBundle]) -> None:
             f"differing pin(s): {', '.join(names)} (compared with {first.name})",
             differences,
         )
+    check_independent(runs)
+
+
+# --- independent samples -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RoleCalls:
+    """One role's LLM calls in one stage of a run, as its manifest accounts for them."""
+
+    stage: str
+    role: str
+    calls: int
+    cache_hits: int
+    cache_replayed: int | None  # None: not recorded (accounting from before replay counting)
+    sample_identity: str | None
+    origin: str | None  # the accounting layer's origin token (None: not recorded)
+
+    @property
+    def label(self) -> str:
+        return f"{self.stage}/{self.role}"
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def reconcile_sampled(run: RunBundle) -> bool | None:
+    """Whether this run's reconciliation is part of its sample: False for a repeat that shares
+    the graph (`includes_reconcile: false`), True for one that includes it, None when unknown
+    (a plain run: its reconcile stage is checked like the others)."""
+    repeat = run.repeat
+    if repeat is None or not isinstance(repeat.get("includes_reconcile"), bool):
+        return None
+    return repeat["includes_reconcile"]
+
+
+def sampled_llm_calls(run: RunBundle) -> tuple[list[RoleCalls], list[str]]:
+    """(roles that made LLM calls in a sampled stage, stages whose accounting is unreadable)."""
+    calls: list[RoleCalls] = []
+    unreadable: list[str] = []
+    for stage, usage in run.llm_usage.items():
+        if stage == RECONCILE_STAGE and reconcile_sampled(run) is False:
+            continue  # built once and shared by the repeats on purpose
+        if not usage:
+            continue  # offline stage
+        if not isinstance(usage, dict):
+            unreadable.append(stage)
+            continue
+        if isinstance(usage.get("roles"), dict):  # a UsageSnapshot
+            entries = [u for u in usage["roles"].values() if isinstance(u, dict)]
+            identity, origin = _text(usage.get("sample_identity")), _text(usage.get("origin"))
+        elif "role" in usage:  # one role's RoleUsage (the reconciler reports this way)
+            entries, identity, origin = [usage], None, None
+        else:
+            unreadable.append(stage)
+            continue
+        for u in entries:
+            made = max(_count(u.get(k)) for k in ("calls", "provider_requests", "cache_hits"))
+            if made == 0:
+                continue
+            replayed = u.get("cache_replayed")
+            calls.append(
+                RoleCalls(
+                    stage=str(stage),
+                    role=str(u.get("role") or "?"),
+                    calls=_count(u.get("calls")),
+                    cache_hits=_count(u.get("cache_hits")),
+                    cache_replayed=_count(replayed) if replayed is not None else None,
+                    sample_identity=_text(u.get("sample_identity")) or identity,
+                    origin=origin,
+                )
+            )
+    return calls, unreadable
+
+
+def replay_problems(run: RunBundle) -> list[str]:
+    """What, in this run alone, cannot be told from a replay of another run (rule (c))."""
+    calls, unreadable = sampled_llm_calls(run)
+    out = [
+        f"{run.name}: the LLM accounting of stage {stage!r} cannot be read: fresh calls "
+        "cannot be told from replays"
+        for stage in unreadable
+    ]
+    for c in calls:
+        if c.cache_replayed is None and c.cache_hits > 0:
+            out.append(
+                f"{run.name}: {c.label}: {c.cache_hits} cache hit(s) with no record of who "
+                "wrote them (accounting from before replay counting): cannot be told from a "
+                "replay of another run"
+            )
+        elif c.cache_replayed and c.sample_identity is None:
+            out.append(
+                f"{run.name}: {c.label}: {c.cache_replayed} of {c.calls} call(s) replayed "
+                "cached answers written by another run, and no sample identity: cannot be "
+                "told from a replay of another repeat (use `eval-pipeline run --repeat N`)"
+            )
+    return out
+
+
+def run_identities(run: RunBundle) -> set[str]:
+    """The run's repeat identity and every identity its sampled stages drew LLM calls under."""
+    calls, _ = sampled_llm_calls(run)
+    found = {c.sample_identity for c in calls} | {run.sample_identity}
+    return {i for i in found if i is not None}
+
+
+def run_materializations(run: RunBundle) -> set[str]:
+    """ "<stage> (origin <token>)" of every sampled stage with LLM calls whose accounting
+    records its origin: a stage materialization reused by two runs shows up in both."""
+    calls, _ = sampled_llm_calls(run)
+    return {f"{c.stage} (origin {c.origin})" for c in calls if c.origin is not None}
+
+
+def _shared(owners: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {k: list(dict.fromkeys(v)) for k, v in owners.items() if len(set(v)) > 1}
+
+
+def independence_problems(runs: Sequence[RunBundle]) -> tuple[list[str], list[str]]:
+    """(problems across runs: rules (a) and (b); problems within runs: rule (c))."""
+    identities: dict[str, list[str]] = {}
+    origins: dict[str, list[str]] = {}
+    for run in runs:
+        for identity in run_identities(run):
+            identities.setdefault(identity, []).append(run.name)
+        for stage in run_materializations(run):
+            origins.setdefault(stage, []).append(run.name)
+    across = [
+        f"sample identity {identity!r} is shared by {', '.join(names)}: one replays (or "
+        "reproduces) the other; each repeat needs its own identity"
+        for identity, names in _shared(identities).items()
+    ]
+    across += [
+        f"stage {stage} is one and the same materialization in {', '.join(names)}"
+        for stage, names in _shared(origins).items()
+    ]
+    within = [problem for run in runs for problem in replay_problems(run)]
+    return across, within
+
+
+def check_independent(runs: Sequence[RunBundle]) -> None:
+    """Refuse repeats that are not independent samples (the rule is in the module docstring)."""
+    across, within = independence_problems(runs)
+    if not across and not within:
+        return
+    why = []
+    if across:
+        why.append("runs share a sample")
+    if within:
+        why.append("cached LLM answers replayed from another run")
+    raise CalibrationRefused(
+        f"refusing to calibrate: the repeats are not independent samples ({'; '.join(why)}), "
+        "so their agreement would make the noise floor a silent 0",
+        details=[*across, *within],
+    )
+
+
+def independence_line(runs: Sequence[RunBundle]) -> str:
+    """Why accepted repeats count as independent (recorded in the floor)."""
+    calls = [c for run in runs for c in sampled_llm_calls(run)[0]]
+    identities = [run.sample_identity for run in runs]
+    shared_reconcile = any(
+        reconcile_sampled(run) is False and run.llm_usage.get(RECONCILE_STAGE) for run in runs
+    )
+    tail = "; LLM reconciliation shared, not sampled (its variance is not in the floor)"
+    tail = tail if shared_reconcile else ""
+    if not calls:
+        return "deterministic: no LLM call in the sampled stages of any repeat" + tail
+    replayed = sum(c.cache_replayed or 0 for c in calls)
+    if all(i is None for i in identities):
+        text = "fresh LLM calls, none replayed from another run (no sample identities)"
+    else:
+        named = ", ".join(i or "none" for i in identities)
+        text = f"LLM calls under distinct sample identities ({named})"
+    if replayed:
+        text += f"; {replayed} cached answer(s) reproduced under their own identity"
+    return text + tail
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -314,11 +555,16 @@ def calibrate(
             scored=len(scored),
             pass_rate=rate(scored),
         )
+    sampled = {reconcile_sampled(run) for run in bundles}
     return NoiseFloor(
         created_at=datetime.now(UTC).isoformat(),
         runs=[str(run.path) for run in bundles],
         pins=pin_values(reference, COMPARABILITY_PINS),
         configuration=pin_values(reference, CONFIGURATION_PINS),
+        key=floor_key(reference),
+        sample_identities=[run.sample_identity for run in bundles],
+        reconcile_sampled=sampled.pop() if len(sampled) == 1 else None,
+        independence=independence_line(bundles),
         resamples=resamples,
         seed=seed,
         tiers=tiers,
@@ -328,11 +574,40 @@ def calibrate(
     )
 
 
+# --- where floors live ---------------------------------------------------------------------
+
+
+def floor_key_of(pins: dict[str, Any], configuration: dict[str, Any]) -> str:
+    """Short sha256 of the canonical JSON of a configuration's comparability and
+    configuration pin values: the name of its floor file."""
+    canonical = json.dumps(
+        {"pins": pins, "configuration": configuration},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:FLOOR_KEY_DIGITS]
+
+
+def floor_key(run: RunBundle) -> str:
+    return floor_key_of(pin_values(run, COMPARABILITY_PINS), pin_values(run, CONFIGURATION_PINS))
+
+
+def floors_dir(runs_dir: str | Path) -> Path:
+    return Path(runs_dir).expanduser() / NOISE_FLOORS_DIR
+
+
+def floor_path_for(runs_dir: str | Path, run: RunBundle) -> Path:
+    """`<runs_dir>/noise_floors/<key>.json`: where the floor of `run`'s configuration lives."""
+    return floors_dir(runs_dir) / f"{floor_key(run)}.json"
+
+
 def default_noise_floor_path(runs: Sequence[RunBundle | str | Path]) -> Path:
-    """`<runs_dir>/noise_floor.json`, the runs directory being the first run's parent."""
+    """The floor file of the first run's configuration, in its runs directory (its parent)."""
     first = runs[0]
-    path = first.path if isinstance(first, RunBundle) else Path(first).expanduser().resolve()
-    return path.parent / NOISE_FLOOR_FILE
+    run = first if isinstance(first, RunBundle) else load_run(first)
+    return floor_path_for(run.path.parent, run)
 
 
 def save_noise_floor(floor: NoiseFloor, path: str | Path) -> Path:

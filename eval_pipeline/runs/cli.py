@@ -4,6 +4,11 @@
 (whatever the verdict), 3 when it refused (comparability pins differ, runs are not repeats),
 2 for input that cannot be used (no such run, unreadable bundle or noise floor). Each problem
 is printed on stderr, one line per differing pin.
+
+Noise floors live per configuration in `<runs_dir>/noise_floors/<key>.json` (see
+`eval_pipeline.runs.calibrate`), `<runs_dir>` being `--runs-dir` when given, else the
+directory holding the (first / base) run. `calibrate` without `--out` writes there; `compare`
+without `--noise-floor` looks there for the base's configuration, then the candidate's.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from eval_pipeline.runs.calibrate import (
     NoiseFloor,
     NoiseFloorError,
     calibrate,
-    default_noise_floor_path,
+    floor_path_for,
     save_noise_floor,
 )
 from eval_pipeline.runs.compare import (
@@ -29,7 +34,7 @@ from eval_pipeline.runs.compare import (
     efficiency_line,
     flip_line,
 )
-from eval_pipeline.runs.load import BundleError, load_run, resolve_run
+from eval_pipeline.runs.load import BundleError, RunBundle, load_run, resolve_run
 from eval_pipeline.runs.report import write_comparison_report, write_run_report
 
 EXIT_OK = 0
@@ -48,6 +53,11 @@ def _runs_dir(args: argparse.Namespace) -> Path:
     return Path(args.runs_dir).expanduser() if args.runs_dir else default_runs_dir()
 
 
+def _floors_home(args: argparse.Namespace, run: RunBundle) -> Path:
+    """The runs directory whose noise_floors/ serves `run`: --runs-dir, else the run's own."""
+    return Path(args.runs_dir).expanduser() if args.runs_dir else run.path.parent
+
+
 def _error(message: str) -> None:
     print(f"{PROG}: error: {message}", file=sys.stderr)
 
@@ -56,9 +66,11 @@ def print_comparison(c: Comparison, report: Path) -> None:
     print(f"base:      {c.base.name}")
     print(f"candidate: {c.candidate.name}")
     if c.calibrated:
-        print(f"noise floor: {c.noise_floor or 'given'}")
+        print(f"noise floor: {c.noise_floor_source or c.noise_floor or 'given'}")
     else:
         print("noise floor: NOT CALIBRATED (every delta is 'cannot tell'; see `calibrate`)")
+        if c.noise_floor_source:
+            print(f"  {c.noise_floor_source}")
     for tier in c.tiers:
         print(delta_line(tier))
         for d in c.by_type:
@@ -83,7 +95,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     try:
         base = load_run(resolve_run(args.base, runs_dir))
         candidate = load_run(resolve_run(args.candidate, runs_dir))
-        comparison = compare(base, candidate, args.noise_floor)
+        if args.noise_floor:
+            comparison = compare(base, candidate, args.noise_floor)
+        else:
+            comparison = compare(base, candidate, runs_dir=_floors_home(args, base))
         report = write_comparison_report(comparison, args.out)
     except ComparisonRefused as exc:
         _error(str(exc))
@@ -114,6 +129,8 @@ def print_floor(floor: NoiseFloor, path: Path) -> None:
             f"bootstrap {cov.bootstrap_half_width_pp:.1f} pp); per type (pp): {types or 'none'}"
         )
     print(f"stability: {floor.stability_line}")
+    if floor.independence:
+        print(f"independent samples: {floor.independence}")
     print(f"noise floor: {path}")
 
 
@@ -122,7 +139,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     try:
         runs = [load_run(resolve_run(ref, runs_dir)) for ref in args.runs]
         floor = calibrate(runs)
-        path = save_noise_floor(floor, args.out or default_noise_floor_path(runs))
+        path = save_noise_floor(
+            floor, args.out or floor_path_for(_floors_home(args, runs[0]), runs[0])
+        )
     except CalibrationRefused as exc:
         lines = str(exc).splitlines()
         _error(lines[0])
@@ -160,7 +179,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--noise-floor",
         metavar="FILE",
-        help="noise_floor.json from `calibrate`; without it every delta is 'cannot tell'",
+        help="a floor file from `calibrate`; default: the one stored for the base's (else the "
+        "candidate's) configuration in <runs_dir>/noise_floors/; none: NOT CALIBRATED",
     )
     p.add_argument(
         "--out",
@@ -173,11 +193,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "calibrate",
         help="noise floor from repeat runs of one configuration",
-        description="Repeats: `eval-pipeline run --repeat N`, or N runs with equal options.",
+        description="Repeats: `eval-pipeline run --repeat N` (each repeat its own sample "
+        "identity). Refuses (exit 3) runs that are not repeats of one configuration, or not "
+        "independent samples (one replaying another's cached LLM answers).",
     )
     p.add_argument("runs", nargs="+", metavar="RUN", help="two or more repeat runs")
     p.add_argument(
-        "--out", metavar="FILE", help="default: noise_floor.json in the first run's runs dir"
+        "--out",
+        metavar="FILE",
+        help="default: <runs_dir>/noise_floors/<key>.json, one file per configuration "
+        "(runs_dir: --runs-dir, else the first run's directory)",
     )
     p.add_argument("--runs-dir", metavar="DIR", help=runs_help)
     p.set_defaults(func=cmd_calibrate)

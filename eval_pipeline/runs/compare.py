@@ -6,6 +6,15 @@ Runs that differ in any comparability pin (see `eval_pipeline.runs.pins`) measur
 things: `compare` raises `ComparisonRefused` naming every differing pin. A refusal, not a
 warning.
 
+Which noise floor
+-----------------
+Given explicitly (`compare(..., noise_floor=FILE)`, `--noise-floor FILE`), a floor must have
+been calibrated on the runs' comparability pins (else `NoiseFloorMismatch`). Otherwise, with a
+runs directory (`compare(..., runs_dir=DIR)`, the CLI), `find_noise_floor` looks up the floor
+stored per configuration (`<runs_dir>/noise_floors/<key>.json`, see `runs.calibrate`): the
+base's configuration first, else the candidate's; the one used is named in
+`Comparison.noise_floor_source`, or why none was (NOT CALIBRATED).
+
 Deltas
 ------
 Per tier and per question type (within the tier), over answerable questions; abstention
@@ -38,11 +47,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from eval_pipeline.runs.calibrate import NoiseFloor, load_noise_floor
+from eval_pipeline.runs.calibrate import (
+    NOISE_FLOOR_FILE,
+    NoiseFloor,
+    NoiseFloorError,
+    floor_path_for,
+    load_noise_floor,
+)
 from eval_pipeline.runs.load import ResultRow, RunBundle, load_run
 from eval_pipeline.runs.pins import (
     CHANGE_PINS,
     COMPARABILITY_PINS,
+    CONFIGURATION_PINS,
     PinDifference,
     differing_pins,
     differing_values,
@@ -146,8 +162,11 @@ class Comparison(BaseModel):
     base: RunRef
     candidate: RunRef
     calibrated: bool
-    noise_floor: str | None  # the file, when one was given by path
+    noise_floor: str | None  # the file, when one was given by path or found
     noise_floor_note: str | None = None  # its repeats and stability line
+    # Which floor decided and why (given / the base's or candidate's configuration), or why
+    # the comparison is NOT CALIBRATED.
+    noise_floor_source: str | None = None
     rule: str = RULE
     pins: dict[str, Any]
     changes: list[dict[str, Any]]  # non-comparability pins that differ: what the team changed
@@ -289,20 +308,90 @@ def check_floor(floor: NoiseFloor, run: RunBundle) -> None:
         raise NoiseFloorMismatch(f"the noise floor was calibrated on other pins ({names}): {lines}")
 
 
+def check_floor_configuration(floor: NoiseFloor, run: RunBundle) -> None:
+    """The floor was calibrated on repeats of `run`'s configuration (reconciler, retriever...)."""
+    names = [p.name for p in CONFIGURATION_PINS]
+    differences = differing_values(floor.configuration, pin_values(run, CONFIGURATION_PINS), names)
+    if differences:
+        lines = "; ".join(d.describe("noise floor", "run") for d in differences)
+        raise NoiseFloorMismatch(f"the noise floor is another configuration's: {lines}")
+
+
+def locate_noise_floor(
+    runs_dir: str | Path, base: RunBundle, candidate: RunBundle
+) -> tuple[NoiseFloor | None, Path | None, str]:
+    """`find_noise_floor`, with the file it came from."""
+    notes: list[str] = []
+    tried: set[Path] = set()
+    for who, run in (("base", base), ("candidate", candidate)):
+        path = floor_path_for(runs_dir, run)
+        if path in tried:
+            continue  # the candidate has the base's configuration
+        tried.add(path)
+        if not path.is_file():
+            continue
+        try:
+            floor = load_noise_floor(path)
+            check_floor(floor, run)
+            check_floor_configuration(floor, run)
+        except (NoiseFloorError, NoiseFloorMismatch) as exc:
+            notes.append(f"{path} not used: {exc}")
+            continue
+        used = f"{path} (the {who}'s configuration, calibrated on {len(floor.runs)} repeats)"
+        return floor, path, "; ".join([used, *notes])
+    text = (
+        f"NOT CALIBRATED: no noise floor for the base's or the candidate's configuration in "
+        f"{Path(runs_dir).expanduser() / 'noise_floors'} (calibrate repeats of either: "
+        "`eval-pipeline run --repeat N`, then `eval-pipeline calibrate`)"
+    )
+    legacy = Path(runs_dir).expanduser() / NOISE_FLOOR_FILE
+    if legacy.is_file():
+        notes.append(
+            f"{legacy} ignored: one floor shared by every configuration, from before floors "
+            "were kept per configuration (possibly over replayed repeats); recalibrate, or "
+            "pass it with --noise-floor"
+        )
+    return None, None, "; ".join([text, *notes])
+
+
+def find_noise_floor(
+    runs_dir: str | Path, base: RunBundle, candidate: RunBundle
+) -> tuple[NoiseFloor | None, str]:
+    """The stored floor that fits this comparison, and a line saying which (or why none).
+
+    A floor fits when its comparability pins equal the runs' and its configuration is the
+    base's (tried first) or the candidate's. The line names the file and whose configuration
+    it is, or starts with NOT CALIBRATED. The runs must be comparable (`check_comparable`).
+    """
+    floor, _, note = locate_noise_floor(runs_dir, base, candidate)
+    return floor, note
+
+
 def compare(
     base: RunBundle | str | Path,
     candidate: RunBundle | str | Path,
     noise_floor: NoiseFloor | str | Path | None = None,
+    *,
+    runs_dir: str | Path | None = None,
 ) -> Comparison:
+    """Compare; the floor is `noise_floor` when given (checked against the runs' pins), else
+    the one `find_noise_floor(runs_dir, ...)` finds when `runs_dir` is given, else none."""
     base = base if isinstance(base, RunBundle) else load_run(base)
     candidate = candidate if isinstance(candidate, RunBundle) else load_run(candidate)
     check_comparable(base, candidate)
     floor_path: str | None = None
+    source: str
     if noise_floor is not None and not isinstance(noise_floor, NoiseFloor):
         floor_path = str(Path(noise_floor).expanduser().resolve())
         noise_floor = load_noise_floor(noise_floor)
     if noise_floor is not None:
         check_floor(noise_floor, base)
+        source = f"given: {floor_path}" if floor_path else "given"
+    elif runs_dir is not None:
+        noise_floor, found, source = locate_noise_floor(runs_dir, base, candidate)
+        floor_path = str(found) if found is not None else None
+    else:
+        source = "NOT CALIBRATED: no noise floor given"
 
     cand_rows = candidate.by_id()
     by_tier: dict[str, list[tuple[ResultRow, ResultRow]]] = defaultdict(list)
@@ -345,6 +434,7 @@ def compare(
         candidate=RunRef(name=candidate.name, path=str(candidate.path)),
         calibrated=calibrated,
         noise_floor=floor_path,
+        noise_floor_source=source,
         noise_floor_note=(
             f"calibrated on {len(noise_floor.runs)} repeats; {noise_floor.stability_line}"
             if noise_floor

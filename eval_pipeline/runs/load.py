@@ -68,6 +68,25 @@ class RunBundle(BaseModel):
         return self.manifest.get("pins") or {}
 
     @property
+    def repeat(self) -> dict[str, Any] | None:
+        """`manifest["repeat"]`: {"index", "of", "salt", "sample_identity", "includes_reconcile"}
+        for a repeat of `run --repeat N`; None for a plain run (or a bundle from before)."""
+        value = self.manifest.get("repeat")
+        return value if isinstance(value, dict) else None
+
+    @property
+    def sample_identity(self) -> str | None:
+        """The repeat's sample identity ("<salt>/<k>"); None for a plain run."""
+        value = (self.repeat or {}).get("sample_identity")
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def llm_usage(self) -> dict[str, Any]:
+        """`manifest["llm_usage"]`: stage → accounting (None for an offline stage)."""
+        value = self.manifest.get("llm_usage")
+        return value if isinstance(value, dict) else {}
+
+    @property
     def started_at(self) -> datetime | None:
         try:
             return datetime.fromisoformat(self.manifest["started_at"])

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import copy
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from eval_pipeline.llm.accounting import RoleUsage, UsageSnapshot
+from eval_pipeline.llm.config import ROLE_NAMES
 from eval_pipeline.runs.bundle import write_bundle
 from eval_pipeline.runs.calibrate import FloorEstimate, NoiseFloor, TierFloor
 from eval_pipeline.runs.load import RunBundle, load_run
@@ -199,3 +202,69 @@ def hand_floor(run: RunBundle | Path, floor_pp: float, by_type: dict[str, float]
         stability={},
         stability_line="",
     )
+
+
+def repeat_of(salt: str, k: int, of: int = 3, *, includes_reconcile: bool = False) -> dict:
+    """`manifest["repeat"]` as `eval-pipeline run --repeat N` writes it for repeat k."""
+    return {
+        "index": k,
+        "of": of,
+        "salt": salt,
+        "sample_identity": f"{salt}/{k}",
+        "includes_reconcile": includes_reconcile,
+    }
+
+
+def role_usage(
+    role: str = "judge",
+    *,
+    calls: int = 10,
+    hits: int = 0,
+    replayed: int = 0,
+    identity: str | None = None,
+    legacy: bool = False,
+) -> dict[str, Any]:
+    """One role's accounting (a RoleUsage dump, as the reconciler reports it). `legacy`: as
+    written before replay accounting (no cache_replayed, no sample_identity)."""
+    usage = RoleUsage(
+        role=role,
+        provider="openai",
+        model="gpt-4o-mini",
+        calls=calls,
+        cache_hits=hits,
+        cache_replayed=replayed,
+        provider_requests=calls - hits,
+        sample_identity=identity,
+    ).model_dump(mode="json")
+    if legacy:
+        del usage["cache_replayed"], usage["sample_identity"]
+    return usage
+
+
+def usage_snapshot(
+    role: str = "judge",
+    *,
+    identity: str | None = None,
+    origin: str | None = None,
+    legacy: bool = False,
+    **counts: Any,
+) -> dict[str, Any]:
+    """A stage's accounting as the LLM layer exports it (`UsageSnapshot.to_metadata()`): the
+    other roles offline and unused; each call a fresh origin unless one is given."""
+    roles = {
+        name: RoleUsage(role=name, provider="offline", model=None, sample_identity=identity)
+        for name in ROLE_NAMES
+    }
+    snapshot = UsageSnapshot(
+        roles=roles,
+        total_cost_usd=0.0,
+        sample_identity=identity,
+        origin=origin or uuid.uuid4().hex[:16],
+    ).to_metadata()
+    snapshot["roles"][role] = role_usage(role, identity=identity, legacy=legacy, **counts)
+    if legacy:
+        del snapshot["sample_identity"], snapshot["origin"]
+        for entry in snapshot["roles"].values():
+            entry.pop("cache_replayed", None)
+            entry.pop("sample_identity", None)
+    return snapshot

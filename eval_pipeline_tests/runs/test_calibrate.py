@@ -22,10 +22,12 @@ from eval_pipeline.runs.calibrate import (
     calibrate,
     default_noise_floor_path,
     estimate_floor,
+    floor_path_for,
     load_noise_floor,
     save_noise_floor,
 )
 from eval_pipeline.runs.compare import compare
+from eval_pipeline.runs.load import load_run
 from eval_pipeline_tests.runs.synthetic import (
     BASE_PINS,
     PIN_CHANGES,
@@ -132,7 +134,9 @@ def test_saved_floor_loads_back_and_compare_uses_it(tmp_path):
     runs = _repeats(tmp_path)
     floor = calibrate(runs)
     path = save_noise_floor(floor, default_noise_floor_path(runs))
-    assert path == tmp_path / "noise_floor.json"
+    # One file per configuration, named by its key, in the runs directory's noise_floors/.
+    assert path == floor_path_for(tmp_path, load_run(runs[0])) == default_noise_floor_path(runs)
+    assert path.parent == tmp_path / "noise_floors" and path.stem == floor.key
     assert json.loads(path.read_text())["tiers"]["1"]["coverage"]["floor_pp"] == pytest.approx(20)
     assert load_noise_floor(path) == floor
     c = compare(runs[1], runs[2], path)
@@ -184,7 +188,7 @@ def test_asset_calibrates_over_the_runs_sharing_the_latest_runs_pins(tmp_path):
     first = write_run(runs_dir, outcomes("q", REPEATS[0]), label="lone")
     assert _materialize(tmp_path).success
     assert _meta(_materialize(tmp_path))["calibrated"] is False  # one run: nothing yet
-    assert not (runs_dir / "noise_floor.json").exists()
+    assert not (runs_dir / "noise_floors").exists()
 
     write_run(runs_dir, outcomes("q", REPEATS[1]), pins=set_pin(BASE_PINS, "top_k", 3))
     repeats = _repeats(runs_dir, REPEATS[1:])
@@ -193,7 +197,10 @@ def test_asset_calibrates_over_the_runs_sharing_the_latest_runs_pins(tmp_path):
     assert meta["runs"] == [first.name, *(r.name for r in repeats)]
     assert meta["tier1_floor_pp"] == pytest.approx(20.0)
     assert "| 1 | all answerable | 20.0 |" in meta["floors"]
-    assert load_noise_floor(runs_dir / "noise_floor.json").tiers["1"].coverage.floor_pp == 20.0
+    # Stored per configuration, under the key of its pins; never one shared file.
+    floor = load_noise_floor(floor_path_for(runs_dir, load_run(first)))
+    assert floor.tiers["1"].coverage.floor_pp == 20.0
+    assert not (runs_dir / "noise_floor.json").exists()
 
 
 def test_asset_with_explicit_runs_that_are_not_repeats_fails(tmp_path):
@@ -203,4 +210,4 @@ def test_asset_with_explicit_runs_that_are_not_repeats_fails(tmp_path):
     )
     result = _materialize(tmp_path, runs=[a.name, str(b)])
     assert not result.success
-    assert not (tmp_path / "runs" / "noise_floor.json").exists()
+    assert not (tmp_path / "runs" / "noise_floors").exists()

@@ -15,13 +15,14 @@ from eval_pipeline.assets.compare import (
 from eval_pipeline.assets.resources import ProjectPaths
 from eval_pipeline.assets.scoring import ScoringSettings
 from eval_pipeline.runs import cli
-from eval_pipeline.runs.calibrate import save_noise_floor
+from eval_pipeline.runs.calibrate import floor_path_for, save_noise_floor
 from eval_pipeline.runs.compare import (
     ComparisonRefused,
     NoiseFloorMismatch,
     classify,
     compare,
 )
+from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.pins import COMPARABILITY_PINS
 from eval_pipeline_tests.runs.synthetic import (
     BASE_PINS,
@@ -344,8 +345,8 @@ def test_asset_compares_with_the_previous_run_with_the_same_pins(tmp_path):
     (check,) = result.get_asset_check_evaluations()
     assert check.passed
 
-    # With the default noise floor in the runs dir, the same comparison is decided.
-    save_noise_floor(hand_floor(base, 5.0), runs / "noise_floor.json")
+    # With the floor stored for the base's configuration, the same comparison is decided.
+    save_noise_floor(hand_floor(base, 5.0), floor_path_for(runs, load_run(base)))
     meta = _meta(_materialize(tmp_path))
     assert meta["verdict"] == "REGRESSED" and meta["calibrated"] is True
 
