@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RESULTS_SCHEMA_VERSION = 1
+from eval_pipeline.failures import InfraFailure
+
+# 2: `notes` (e.g. "no match") and `infra_failures` (the pipeline's own failures: unscored).
+RESULTS_SCHEMA_VERSION = 2
 
 
 class RetrievedItem(BaseModel):
@@ -46,7 +49,11 @@ class QuestionRetrieval(BaseModel):
     answer: str | None  # None: no answer was produced (an error), never ""
     reader: str  # e.g. "offline:extractive" or "openai:gpt-4o-mini"
     queries: list[QueryRecord] = Field(default_factory=list)
-    errors: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)  # the system under test's own failures
+    notes: list[str] = Field(default_factory=list)  # e.g. "no match: ..." (never silent)
+    # The pipeline's own failures (graph server, LLM cache, provider): the question is
+    # unscored, never a miss.
+    infra_failures: list[InfraFailure] = Field(default_factory=list)
     retrieval_latency_ms: float | None = None
     reader_latency_ms: float | None = None
     payload_tokens: int | None = None  # of retrieval_context, pinned tokenizer

@@ -1,8 +1,11 @@
 """Retrieve and answer, question by question, into `QuestionRetrieval` records.
 
-A question whose retrieval raises is recorded as a miss (no items, answer None, the error)
-and the batch goes on: one bad question must not cost the other 499 their results, and a
-dropped question would silently flatter every average computed later.
+A question whose retrieval raises is recorded, and the batch goes on: one bad question must
+not cost the other 499 their results, and a dropped question would silently flatter every
+average computed later. Whose failure it was decides how it counts (`eval_pipeline.failures`):
+the system under test's own (its exception, bad Cypher, invalid output) is a miss, with its
+error; the pipeline's infrastructure (graph server gone, LLM cache unreadable, provider down)
+makes the question unscored, with its error, in `infra_failures`. An empty retrieval is noted.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from eval_pipeline.corpus.models import Golden
+from eval_pipeline.failures import InfraFailure, error_text, infrastructure_cause
 from eval_pipeline.retrieve.protocol import (
     RetrievalRequest,
     RetrievalTrace,
@@ -56,9 +60,7 @@ def questions_from_goldens(rows: Iterable[dict[str, Any]]) -> list[QuestionInput
     return [question_from_golden(row) for row in rows]
 
 
-def _error_text(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+NO_MATCH = "no match: the retriever returned no item for this question"
 
 
 class RetrievalRunner:
@@ -72,12 +74,19 @@ class RetrievalRunner:
         scope: Scope,
         top_k: int,
         count_tokens: Callable[[list[str]], int] | None = None,
+        graph_alive: Callable[[], bool] | None = None,
     ) -> None:
+        """`graph_alive` probes the graph server: it tells a server that went away from a
+        query of the system's own that failed (see `eval_pipeline.failures`)."""
         self.retriever = retriever
         self.reader = reader
         self.scope = scope
         self.top_k = top_k
         self.count_tokens = count_tokens
+        self.graph_alive = graph_alive
+
+    def _cause(self, exc: BaseException):
+        return infrastructure_cause(exc, graph_alive=self.graph_alive)
 
     def run_one(self, question: QuestionInput) -> QuestionRetrieval:
         request = RetrievalRequest(
@@ -100,21 +109,33 @@ class RetrievalRunner:
             output = as_output(self.retriever.retrieve(request, trace))
         except Exception as exc:
             latency = (time.perf_counter() - started) * 1000
-            log.warning("retrieval failed for %s: %s", question.question_id, _error_text(exc))
+            cause = self._cause(exc)
+            text = error_text(exc)
+            log.warning(
+                "retrieval %s for %s: %s",
+                f"unscored ({cause})" if cause else "failed",
+                question.question_id,
+                text,
+            )
+            infra = [InfraFailure(stage="retrieval", cause=cause, error=text)] if cause else []
             return QuestionRetrieval(
                 **base,
                 items=[],
                 retrieval_context=[],
                 answer=None,
                 queries=trace.queries,
-                errors=[*trace.notes, f"retrieval: {_error_text(exc)}"],
+                errors=[*trace.notes, *([] if cause else [f"retrieval: {text}"])],
+                infra_failures=infra,
                 retrieval_latency_ms=round(latency, 3),
-                payload_tokens=0 if self.count_tokens else None,
+                # Unscored: no payload was measured (a miss has an empty one).
+                payload_tokens=None if cause or not self.count_tokens else 0,
             )
         retrieval_ms = (time.perf_counter() - started) * 1000
         items = output.items
         context = [i.text for i in items] if output.context is None else list(output.context)
         errors = list(trace.notes)
+        notes = [] if items or context else [NO_MATCH]
+        infra: list[InfraFailure] = []
 
         started = time.perf_counter()
         answer: str | None
@@ -122,7 +143,11 @@ class RetrievalRunner:
             answer = self.reader.answer(question.question, question.question_date, context)
         except Exception as exc:
             answer = None
-            errors.append(f"reader: {_error_text(exc)}")
+            cause = self._cause(exc)
+            if cause:
+                infra.append(InfraFailure(stage="reader", cause=cause, error=error_text(exc)))
+            else:
+                errors.append(f"reader: {error_text(exc)}")
         reader_ms = (time.perf_counter() - started) * 1000
         return QuestionRetrieval(
             **base,
@@ -131,6 +156,8 @@ class RetrievalRunner:
             answer=answer,
             queries=trace.queries,
             errors=errors,
+            notes=notes,
+            infra_failures=infra,
             retrieval_latency_ms=round(retrieval_ms, 3),
             reader_latency_ms=round(reader_ms, 3),
             payload_tokens=self.count_tokens(context) if self.count_tokens else None,

@@ -214,9 +214,11 @@ def judge_batch(
     return layer.run_sync(run())
 
 
-def offline_judge_results(abstention: bool) -> dict[str, MetricResult]:
-    """No judge configured: judged metrics are unscored (never 0), and say why."""
-    reason = "unscored: no judge"
+def offline_judge_results(
+    abstention: bool, reason: str = "unscored: no judge"
+) -> dict[str, MetricResult]:
+    """Judged metrics not taken (no judge configured, or nothing to judge): unscored, never 0,
+    saying why."""
     out = {
         "answer_judge": MetricResult.unscored(reason, gating=False),
         "answer_coverage": MetricResult.unscored(reason),

@@ -145,6 +145,14 @@ def empty_metrics(ks: Sequence[int] = KS) -> MetricDict:
     return {f"{name}@{k}": None for k in ks for name in METRIC_NAMES}
 
 
+def unscored_metrics(reason: str, ks: Sequence[int] = KS) -> dict:
+    """The `question_metrics` shape of a question nothing was measured for (its retrieval
+    did not run to the end: an infrastructure failure), excluded from every variant."""
+    result: dict = {level: {v: empty_metrics(ks) for v in VARIANTS} for level in LEVELS}
+    result["excluded"] = {variant: reason for variant in VARIANTS}
+    return result
+
+
 def question_metrics(
     retrieved_turn_ids: Sequence[str],
     evidence_turn_roles: Mapping[str, str],

@@ -8,10 +8,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from eval_pipeline.failures import InfraFailure
 from eval_pipeline.retrieve.results import QuestionRetrieval
 from eval_pipeline.score.answer_proxy import answer_proxies
 from eval_pipeline.score.gate import MetricResult, decide_coverage
-from eval_pipeline.score.retrieval_metrics import question_metrics
+from eval_pipeline.score.retrieval_metrics import (
+    EXCLUDED_ABSTENTION,
+    question_metrics,
+    unscored_metrics,
+)
 from eval_pipeline.score.tokens import PayloadTokenizer
 
 GATE_K = 10
@@ -31,6 +36,23 @@ def evidence_recall(retrieval_metrics: dict, abstention: bool, k: int = GATE_K) 
     )
 
 
+def retrieval_unmeasured(retrieval: QuestionRetrieval) -> bool:
+    """True when the pipeline's own failure stopped this question's retrieval: nothing about
+    the system was measured (and the judge is not asked either)."""
+    return any(f.stage == "retrieval" for f in retrieval.infra_failures)
+
+
+def judge_failures(judged: Mapping[str, MetricResult] | None) -> list[InfraFailure]:
+    """A judged metric that errored is the judge's failure (our instrument), never the
+    system's: one entry per question, naming the metrics."""
+    failed = {name: m.error for name, m in (judged or {}).items() if m.error}
+    if not failed:
+        return []
+    names = ", ".join(sorted(failed))
+    first = next(iter(failed.values()))
+    return [InfraFailure(stage="judge", cause="judge", error=f"{names}: {first}"[:500])]
+
+
 def score_question(
     golden: Mapping[str, Any],
     retrieval: QuestionRetrieval,
@@ -39,19 +61,30 @@ def score_question(
     judged: Mapping[str, MetricResult] | None = None,
     gate_k: int = GATE_K,
 ) -> dict[str, Any]:
+    """One results.jsonl row. A question hit by an infrastructure failure (`infra_failures`
+    of its retrieval, or a judge that failed) is unscored: `covered` is None, never False,
+    and metrics that were not taken are None, never 0."""
     meta = golden["additional_metadata"]
     abstention = bool(meta["abstention"])
     roles = dict(zip(meta["evidence_turn_ids"], meta["evidence_turn_roles"], strict=True))
     turn_ids = retrieval.retrieved_turn_ids
     session_ids = retrieval.retrieved_session_ids
-    retrieval_metrics = question_metrics(
-        turn_ids,
-        roles,
-        meta["evidence_session_ids"],
-        abstention,
-        retrieved_session_ids=session_ids,
-    )
-    payload = tokenizer.count_context(retrieval.retrieval_context)
+    infra = [*retrieval.infra_failures, *judge_failures(judged)]
+    unmeasured = retrieval_unmeasured(retrieval)
+    if unmeasured:
+        causes = ", ".join(sorted({f.cause for f in retrieval.infra_failures}))
+        retrieval_metrics = unscored_metrics(
+            EXCLUDED_ABSTENTION if abstention else f"unscored: infrastructure failure ({causes})"
+        )
+    else:
+        retrieval_metrics = question_metrics(
+            turn_ids,
+            roles,
+            meta["evidence_session_ids"],
+            abstention,
+            retrieved_session_ids=session_ids,
+        )
+    payload = None if unmeasured else tokenizer.count_context(retrieval.retrieval_context)
     metrics: dict[str, MetricResult] = {
         "evidence_recall": evidence_recall(retrieval_metrics, abstention, gate_k)
     }
@@ -63,6 +96,9 @@ def score_question(
         )
     metrics.update(judged or {})
     covered, weakest = decide_coverage(metrics, payload, abstention=abstention)
+    if infra:
+        # Not the system's result: whatever the gates said, the question was not measured.
+        covered, weakest = None, None
     return {
         "question_id": retrieval.question_id,
         "tier": meta.get("tier", 1),
@@ -84,4 +120,6 @@ def score_question(
         },
         "queries": [q.model_dump() for q in retrieval.queries],
         "errors": retrieval.errors,
+        "notes": retrieval.notes,
+        "infra_failures": [f.model_dump() for f in infra],
     }

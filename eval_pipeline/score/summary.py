@@ -2,8 +2,12 @@
 
 Layout (documented in the README):
 
-    {"tiers": {"1": {
-        "counts": {questions, abstention, covered, not_covered, unscored},
+    {"status": "complete" | "incomplete",
+     "incomplete": {questions, by_cause, by_stage, question_ids},
+     "tiers": {"1": {
+        "counts": {questions, abstention, covered, not_covered, unscored,
+                   unscored_infrastructure},
+        "infrastructure": {questions, by_cause, by_stage, question_ids},
         "retrieval": {level: {variant: {"recall_any@k" | "recall_all@k" | "ndcg@k":
                       {"mean", "low", "high", "n"}}}},
         "excluded": {variant: {question_id: reason}},
@@ -125,7 +129,10 @@ def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "covered": sum(1 for r in answerable if r["covered"] is True),
             "not_covered": sum(1 for r in answerable if r["covered"] is False),
             "unscored": sum(1 for r in answerable if r["covered"] is None),
+            # ... of which the pipeline's own failure left unmeasured (abstention included)
+            "unscored_infrastructure": sum(1 for r in rows if r.get("infra_failures")),
         },
+        "infrastructure": infrastructure_report(rows),
         "retrieval": retrieval,
         "excluded": _excluded(rows),
         "coverage": _ci([r["covered"] for r in answerable]),
@@ -139,7 +146,9 @@ def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
         },
         "efficiency": {
             "median_payload_tokens_covered": median(covered_tokens),
-            "median_payload_tokens_all": median(r["payload_tokens"] for r in answerable),
+            "median_payload_tokens_all": median(
+                r["payload_tokens"] for r in answerable if r["payload_tokens"] is not None
+            ),
             "note": EFFICIENCY_NOTE,
         },
         "weakest_link": _weakest_links(answerable),
@@ -147,11 +156,44 @@ def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def infrastructure_report(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Questions the pipeline's own failures left unscored: how many, by cause and by stage
+    (a question can count under several causes, but once in `questions`), and which."""
+    by_cause: Counter[str] = Counter()
+    by_stage: Counter[str] = Counter()
+    ids: list[str] = []
+    for r in rows:
+        failures = r.get("infra_failures") or []
+        if not failures:
+            continue
+        ids.append(r["question_id"])
+        by_cause.update({f["cause"] for f in failures})
+        by_stage.update({f["stage"] for f in failures})
+    return {
+        "questions": len(ids),
+        "by_cause": dict(sorted(by_cause.items())),
+        "by_stage": dict(sorted(by_stage.items())),
+        "question_ids": ids,
+    }
+
+
 def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """`{"status": "complete" | "incomplete", "incomplete": {...}, "tiers": {...}}`.
+
+    A run is incomplete when any question was left unscored by an infrastructure failure
+    (graph server, LLM cache, provider, judge): its numbers stand, but they do not cover
+    every question, and `incomplete` says how many and why.
+    """
+    rows = list(rows)
     by_tier: dict[str, list] = defaultdict(list)
     for r in rows:
         by_tier[str(r["tier"])].append(r)
-    return {"tiers": {tier: summarize_tier(rs) for tier, rs in sorted(by_tier.items())}}
+    infra = infrastructure_report(rows)
+    return {
+        "status": "incomplete" if infra["questions"] else "complete",
+        "incomplete": infra,
+        "tiers": {tier: summarize_tier(rs) for tier, rs in sorted(by_tier.items())},
+    }
 
 
 def _fmt(value: float | None, pct: bool = True) -> str:
@@ -171,6 +213,14 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             f"{c['questions']} questions ({c['abstention']} abstention, scored apart); "
             f"covered {c['covered']}, not covered {c['not_covered']}, unscored {c['unscored']}"
         )
+        infra = s.get("infrastructure") or {}
+        if infra.get("questions"):
+            causes = ", ".join(f"{k} {v}" for k, v in infra["by_cause"].items())
+            out.append("")
+            out.append(
+                f"**INCOMPLETE**: {infra['questions']} question(s) unscored by infrastructure "
+                f"failures ({causes}); they are left out of every rate, never counted as misses"
+            )
         out.append("")
         out.append("| coverage | 95% CI | task-averaged | median payload tokens (covered) |")
         out.append("|---|---|---|---|")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from eval_pipeline.failures import InfraFailure
 from eval_pipeline.retrieve.results import QuestionRetrieval, RetrievedItem
 from eval_pipeline.score.gate import MetricResult, decide_coverage
 from eval_pipeline.score.scorer import score_question
@@ -114,6 +115,7 @@ def test_summary_per_tier_with_unscored_apart_and_none_rates(tokenizer):
         "covered": 1,
         "not_covered": 1,
         "unscored": 0,
+        "unscored_infrastructure": 0,
     }
     assert s["coverage"]["rate"] == 0.5 and s["coverage"]["n_scored"] == 2
     assert s["coverage_by_type"]["multi-session"]["rate"] == 1.0
@@ -156,3 +158,53 @@ def test_a_failed_gate_with_another_unscored_is_undecided_but_named():
         "answer_judge": MetricResult.unscored("judge error", gating=True),
     }
     assert decide_coverage(m, 10) == (None, "evidence_recall")
+
+
+def _infra(stage, cause="graph_server"):
+    return InfraFailure(stage=stage, cause=cause, error="ServiceUnavailable: gone")
+
+
+def test_a_question_the_infrastructure_failed_is_unscored_never_a_miss():
+    tokenizer = PayloadTokenizer()
+    down = retrieval("a", []).model_copy(update={"infra_failures": [_infra("retrieval")]})
+    miss = retrieval("b", []).model_copy(update={"errors": ["retrieval: ValueError: my bug"]})
+    reader_down = retrieval("c", ["s1#0"], answer=None).model_copy(
+        update={"infra_failures": [_infra("reader", "llm_provider")]}
+    )
+    rows = [
+        score_question(golden(q), r, tokenizer)
+        for q, r in zip("abc", [down, miss, reader_down], strict=True)
+    ]
+    a, b, c = rows
+    assert a["covered"] is None and a["weakest_link"] is None and a["payload_tokens"] is None
+    assert a["retrieval_metrics"]["turn"]["all"]["recall_all@10"] is None
+    assert a["retrieval_metrics"]["excluded"]["all"].startswith("unscored: infrastructure")
+    assert a["infra_failures"] == [_infra("retrieval").model_dump()]
+    assert b["covered"] is False and b["retrieval_metrics"]["turn"]["all"]["recall_all@10"] == 0
+    assert b["infra_failures"] == [] and b["weakest_link"] == "empty_payload"
+    # The reader's provider failed: retrieval is still measured, coverage is not decided.
+    assert c["retrieval_metrics"]["turn"]["all"]["recall_all@10"] == 1.0 and c["covered"] is None
+    summary = summarize(rows)
+    assert summary["status"] == "incomplete"
+    assert summary["incomplete"]["questions"] == 2
+    assert summary["incomplete"]["by_cause"] == {"graph_server": 1, "llm_provider": 1}
+    tier = summary["tiers"]["1"]
+    assert tier["counts"]["unscored"] == 2 and tier["counts"]["not_covered"] == 1
+    assert tier["coverage"]["rate"] == 0.0 and tier["coverage"]["n_scored"] == 1
+    assert tier["retrieval"]["turn"]["all"]["recall_all@10"]["n"] == 2  # b and c, not a
+    assert "INCOMPLETE" in summary_markdown(summary)
+
+
+def test_a_judge_that_failed_makes_the_question_unscored_and_the_run_incomplete():
+    judged = {
+        "answer_judge": MetricResult.unscored("judge failed", gating=True, error="HTTP 500"),
+        "contextual_recall": MetricResult.unscored("judge failed", gating=True, error="HTTP 500"),
+    }
+    row = score_question(golden("a"), retrieval("a", ["s1#0"]), PayloadTokenizer(), judged=judged)
+    assert row["covered"] is None
+    (failure,) = row["infra_failures"]
+    assert failure["stage"] == "judge" and failure["cause"] == "judge"
+    assert "answer_judge" in failure["error"] and "HTTP 500" in failure["error"]
+    assert summarize([row])["incomplete"]["by_cause"] == {"judge": 1}
+    clean = score_question(golden("b"), retrieval("b", ["s1#0"]), PayloadTokenizer())
+    assert summarize([clean])["status"] == "complete"
