@@ -3,8 +3,9 @@ turns (in batches, so a 20k-session graph never travels in one message), and cou
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from eval_pipeline.graph.schema import HAS_TURN, SESSION, TURN
 from eval_pipeline.reconcile import schema
@@ -12,7 +13,12 @@ from eval_pipeline.reconcile.models import SessionInput, SessionTurn
 
 READ_STATUSES = f"""
 MATCH (s:{SESSION})
-RETURN s.session_id AS session_id, s.reconcile_status AS status
+RETURN s.session_id AS session_id, s.reconcile_status AS status, s.reconcile_pins AS pins_key
+"""
+
+READ_MEMORY = f"""
+MATCH (m:{schema.MEMORY})
+RETURN m.pins_key AS pins_key, m.pins AS pins
 """
 
 READ_SESSIONS = f"""
@@ -29,10 +35,57 @@ COUNT_LABEL = "MATCH (n:{label}) RETURN count(n) AS n"
 _NO_ROW_CAP = 10_000_000
 
 
+class SessionState(NamedTuple):
+    status: str
+    pins_key: str | None  # the configuration that reconciled (or failed) it; None: never
+
+
+def read_states(store: Any) -> dict[str, SessionState]:
+    """session_id → (reconcile status, pins key) for every session."""
+    rows = store.read(READ_STATUSES, timeout_s=600, max_rows=_NO_ROW_CAP)
+    return {
+        r["session_id"]: SessionState(r["status"] or schema.PENDING, r.get("pins_key"))
+        for r in rows
+    }
+
+
 def read_statuses(store: Any) -> dict[str, str]:
     """session_id → reconcile status for every session (a missing status reads as pending)."""
-    rows = store.read(READ_STATUSES, timeout_s=600, max_rows=_NO_ROW_CAP)
-    return {r["session_id"]: r["status"] or schema.PENDING for r in rows}
+    return {sid: state.status for sid, state in read_states(store).items()}
+
+
+def memory_census(store: Any) -> dict[str, Any]:
+    """What memory the graph holds, by the configuration that made it.
+
+    `{"configurations": [{"pins_key", "pins", "done", "failed"}], "pending": n,
+    "sessions": n}`: the run manifest pins what is actually in the graph from this.
+    """
+    states = read_states(store)
+    registered = {
+        r["pins_key"]: json.loads(r["pins"]) if isinstance(r["pins"], str) else r["pins"]
+        for r in store.read(READ_MEMORY, timeout_s=60, max_rows=10_000)
+    }
+    by_key: dict[str, dict[str, Any]] = {}
+    pending = 0
+    for state in states.values():
+        if state.status == schema.PENDING or state.pins_key is None:
+            pending += 1
+            continue
+        entry = by_key.setdefault(
+            state.pins_key,
+            {
+                "pins_key": state.pins_key,
+                "pins": registered.get(state.pins_key),
+                "done": 0,
+                "failed": 0,
+            },
+        )
+        entry["done" if state.status == schema.DONE else "failed"] += 1
+    return {
+        "configurations": sorted(by_key.values(), key=lambda e: -e["done"]),
+        "pending": pending,
+        "sessions": len(states),
+    }
 
 
 def status_counts(statuses: dict[str, str]) -> dict[str, int]:

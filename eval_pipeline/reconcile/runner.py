@@ -1,4 +1,5 @@
-"""Run a reconciler over the graph's sessions: pending (and failed) ones, or all with `redo`.
+"""Run a reconciler over the graph's sessions: pending (and failed) ones, those reconciled
+under other pins, or all with `redo`.
 
 Three kinds of task share one event loop:
 - a loader reads sessions with their turns in batches and queues them;
@@ -62,8 +63,10 @@ class ReconcileReport(BaseModel):
     """What a run did, for Dagster metadata and the run manifest."""
 
     reconciler: dict[str, Any]
+    pins_key: str  # schema.pins_key of `reconciler`: what every session it did records
     total_sessions: int
     to_do: int  # sessions this run set out to reconcile
+    redone_foreign: int = 0  # ... of which had memory from another configuration
     done: int  # ... of which ended done
     failures: list[SessionFailure]
     skipped_done: int  # already done before the run (not redone)
@@ -122,11 +125,17 @@ def reconcile_pending(
     concurrency: int,
     redo: bool = False,
     progress: ProgressCallback | None = None,
+    extra_pins: dict[str, Any] | None = None,
 ) -> ReconcileReport:
     """Blocking form of `reconcile_pending_async` (runs its own event loop)."""
     return _run_sync(
         reconcile_pending_async(
-            store, reconciler, concurrency=concurrency, redo=redo, progress=progress
+            store,
+            reconciler,
+            concurrency=concurrency,
+            redo=redo,
+            progress=progress,
+            extra_pins=extra_pins,
         )
     )
 
@@ -138,18 +147,38 @@ async def reconcile_pending_async(
     concurrency: int,
     redo: bool = False,
     progress: ProgressCallback | None = None,
+    extra_pins: dict[str, Any] | None = None,
 ) -> ReconcileReport:
-    """`store` is a GraphStore, or any SessionGraph (e.g. InMemorySessionGraph)."""
+    """`store` is a GraphStore, or any SessionGraph (e.g. InMemorySessionGraph).
+
+    Sessions done under the same pins are skipped (resume); sessions done or failed under
+    other pins (another reconciler, version, config, or `extra_pins` such as a repeat's sample
+    identity) are redone, their old memory removed first. `extra_pins` join the pins.
+    """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     started = time.perf_counter()
     pins = pins_of(reconciler)
+    if extra_pins:
+        pins = {**pins, **extra_pins}
     name, version = str(pins["name"]), str(pins["version"])
+    key = schema.pins_key(pins)
     graph = as_session_graph(store)
 
-    statuses = await asyncio.to_thread(graph.statuses)
+    states = await asyncio.to_thread(graph.states)
+    statuses = {sid: state.status for sid, state in states.items()}
+    # Memory another configuration made is redone, never kept under this one's name.
+    foreign = {
+        sid
+        for sid, state in states.items()
+        if state.status != schema.PENDING and state.pins_key != key
+    }
     # Sorted: the order of work (and of failures in the report) does not depend on the server.
-    to_do = sorted(sid for sid, status in statuses.items() if redo or status != schema.DONE)
+    to_do = sorted(
+        sid
+        for sid, state in states.items()
+        if redo or state.status != schema.DONE or sid in foreign
+    )
     skipped = len(statuses) - len(to_do)
     bulk = len(to_do) >= max(BULK_MIN_SESSIONS, len(statuses) // 10)
     index_problems = await asyncio.to_thread(graph.prepare, bulk=bulk)
@@ -194,7 +223,9 @@ async def reconcile_pending_async(
             t = time.perf_counter()
             if isinstance(outcome, SessionMemory):
                 try:
-                    await asyncio.to_thread(graph.write, outcome, version=version, replace=replace)
+                    await asyncio.to_thread(
+                        graph.write, outcome, version=version, replace=replace, pins_key=key
+                    )
                     done += 1
                     for label, n in outcome.node_counts().items():
                         written[label] += n
@@ -204,7 +235,13 @@ async def reconcile_pending_async(
                 reason = failure_reason(outcome)
                 # If even this write fails, the graph is unusable: let it stop the run.
                 await asyncio.to_thread(
-                    graph.mark_failed, session.session_id, reason, reconciler=name, version=version
+                    graph.mark_failed,
+                    session.session_id,
+                    reason,
+                    reconciler=name,
+                    version=version,
+                    pins_key=key,
+                    clear=session.session_id in foreign,
                 )
                 failures.append(SessionFailure(session_id=session.session_id, reason=reason))
             write_times.append(time.perf_counter() - t)
@@ -244,6 +281,7 @@ async def reconcile_pending_async(
             await close()
     run_s = time.perf_counter() - started
 
+    await asyncio.to_thread(graph.record, key, pins)
     statuses_after = await asyncio.to_thread(graph.statuses)
     counts_after = status_counts(statuses_after)
     total = len(statuses_after)
@@ -255,8 +293,10 @@ async def reconcile_pending_async(
     failures.sort(key=lambda f: f.session_id)
     return ReconcileReport(
         reconciler=pins,
+        pins_key=key,
         total_sessions=total,
         to_do=len(to_do),
+        redone_foreign=len(foreign),
         done=done,
         failures=failures,
         skipped_done=skipped,

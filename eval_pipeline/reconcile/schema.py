@@ -6,9 +6,15 @@ copies evidence markers (`has_answer`, `holds_evidence`, answer session ids) —
 only ever sees what the injected graph holds, and the writer only writes the fields below.
 
     (:Session {session_id, ..., reconcile_status, reconcile_error, reconciler,
-               reconciler_version, reconcile_schema})
+               reconciler_version, reconcile_schema, reconcile_pins})
         reconcile_status: "pending" (written by injection) → "done" | "failed"
         reconcile_error:  the reason when "failed", else null
+        reconcile_pins:   `pins_key` of the configuration that reconciled it; a run under
+                          other pins redoes the session (its old memory removed first)
+
+    (:EvalPipelineMemory {pins_key, pins, recorded_at})
+        one node per reconciler configuration whose memory is in the graph: `pins` is the
+        JSON of its pins, so the graph itself says what produced its memory
 
     (:Session)-[:HAS_CHUNK]->(:Chunk {chunk_id, session_id, index, text, reconciler})
     (:Chunk)-[:FROM_TURN]->(:Turn)                 the turn(s) the chunk's text came from
@@ -38,9 +44,16 @@ of scalars only: ArcadeDB refuses map-valued properties, so anything structured 
 
 from __future__ import annotations
 
+import hashlib
+import json
+from typing import Any
+
+from eval_pipeline.graph import schema as graph_schema
+
 RECONCILE_SCHEMA_VERSION = 1
 
 # Labels and relationship types this stage creates (the graph wipe removes them all).
+MEMORY = graph_schema.MEMORY  # bookkeeping: which configurations made the graph's memory
 CHUNK = "Chunk"
 ENTITY = "Entity"
 FACT = "Fact"
@@ -80,6 +93,18 @@ FULLTEXT: tuple[tuple[str, str], ...] = ((CHUNK, "text"), (FACT, "text"), (EPISO
 EVIDENCE_MARKERS: frozenset[str] = frozenset(
     {"has_answer", "holds_evidence", "answer_session_ids", "evidence", "is_evidence"}
 )
+
+
+def pins_key(pins: dict[str, Any]) -> str:
+    """A short stable name for a reconciler configuration (its pins), stored on every session
+    it reconciled: memory made under other pins is redone, never kept."""
+    canonical = json.dumps(
+        {"pins": pins, "reconcile_schema": RECONCILE_SCHEMA_VERSION},
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
 
 def chunk_id(session_id: str, n: int) -> str:

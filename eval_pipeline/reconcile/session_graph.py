@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from eval_pipeline.reconcile import schema
@@ -19,8 +20,14 @@ from eval_pipeline.reconcile.indexes import (
     ensure_reconcile_schema,
 )
 from eval_pipeline.reconcile.models import SessionInput, SessionMemory
-from eval_pipeline.reconcile.reader import load_sessions, read_statuses, reconciled_node_counts
-from eval_pipeline.reconcile.writer import mark_failed, write_session_memory
+from eval_pipeline.reconcile.reader import (
+    SessionState,
+    load_sessions,
+    read_states,
+    read_statuses,
+    reconciled_node_counts,
+)
+from eval_pipeline.reconcile.writer import mark_failed, record_memory, write_session_memory
 
 
 class SessionGraph(Protocol):
@@ -32,13 +39,30 @@ class SessionGraph(Protocol):
 
     def statuses(self) -> dict[str, str]: ...
 
+    def states(self) -> dict[str, SessionState]:
+        """Status and the pins key of the configuration that reconciled each session."""
+        ...
+
     def load(self, session_ids: Sequence[str]) -> list[SessionInput]: ...
 
-    def write(self, memory: SessionMemory, *, version: str, replace: bool) -> None: ...
+    def write(
+        self, memory: SessionMemory, *, version: str, replace: bool, pins_key: str | None
+    ) -> None: ...
 
     def mark_failed(
-        self, session_id: str, reason: str, *, reconciler: str, version: str
+        self,
+        session_id: str,
+        reason: str,
+        *,
+        reconciler: str,
+        version: str,
+        pins_key: str | None,
+        clear: bool,
     ) -> None: ...
+
+    def record(self, pins_key: str, pins: dict[str, Any]) -> None:
+        """Register the configuration whose memory the graph now holds."""
+        ...
 
     def node_counts(self) -> dict[str, int]: ...
 
@@ -62,14 +86,41 @@ class StoreSessionGraph:
     def statuses(self) -> dict[str, str]:
         return read_statuses(self.store)
 
+    def states(self) -> dict[str, SessionState]:
+        return read_states(self.store)
+
     def load(self, session_ids: Sequence[str]) -> list[SessionInput]:
         return load_sessions(self.store, session_ids)
 
-    def write(self, memory: SessionMemory, *, version: str, replace: bool) -> None:
-        write_session_memory(self.store, memory, version=version, replace=replace)
+    def write(
+        self, memory: SessionMemory, *, version: str, replace: bool, pins_key: str | None = None
+    ) -> None:
+        write_session_memory(
+            self.store, memory, version=version, replace=replace, pins_key=pins_key
+        )
 
-    def mark_failed(self, session_id: str, reason: str, *, reconciler: str, version: str) -> None:
-        mark_failed(self.store, session_id, reason, reconciler=reconciler, version=version)
+    def mark_failed(
+        self,
+        session_id: str,
+        reason: str,
+        *,
+        reconciler: str,
+        version: str,
+        pins_key: str | None = None,
+        clear: bool = False,
+    ) -> None:
+        mark_failed(
+            self.store,
+            session_id,
+            reason,
+            reconciler=reconciler,
+            version=version,
+            pins_key=pins_key,
+            clear=clear,
+        )
+
+    def record(self, pins_key: str, pins: dict[str, Any]) -> None:
+        record_memory(self.store, pins_key, pins, datetime.now(UTC).isoformat())
 
     def node_counts(self) -> dict[str, int]:
         return reconciled_node_counts(self.store)
@@ -84,8 +135,10 @@ class InMemorySessionGraph:
     def __init__(self, sessions: Iterable[SessionInput]) -> None:
         self.sessions = {s.session_id: s for s in sessions}
         self.status = {sid: schema.PENDING for sid in self.sessions}
+        self.keys: dict[str, str | None] = {sid: None for sid in self.sessions}
         self.errors: dict[str, str] = {}
         self.memories: dict[str, SessionMemory] = {}
+        self.configurations: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
     def prepare(self, *, bulk: bool) -> list[str]:
@@ -95,21 +148,44 @@ class InMemorySessionGraph:
         with self._lock:
             return dict(self.status)
 
+    def states(self) -> dict[str, SessionState]:
+        with self._lock:
+            return {sid: SessionState(st, self.keys.get(sid)) for sid, st in self.status.items()}
+
     def load(self, session_ids: Sequence[str]) -> list[SessionInput]:
         return [self.sessions[sid] for sid in session_ids if sid in self.sessions]
 
-    def write(self, memory: SessionMemory, *, version: str, replace: bool) -> None:
+    def write(
+        self, memory: SessionMemory, *, version: str, replace: bool, pins_key: str | None = None
+    ) -> None:
         with self._lock:
             if memory.session_id not in self.sessions:
                 raise LookupError(f"session {memory.session_id!r} is not in the graph")
             self.memories[memory.session_id] = memory
             self.status[memory.session_id] = schema.DONE
+            self.keys[memory.session_id] = pins_key
             self.errors.pop(memory.session_id, None)
 
-    def mark_failed(self, session_id: str, reason: str, *, reconciler: str, version: str) -> None:
+    def mark_failed(
+        self,
+        session_id: str,
+        reason: str,
+        *,
+        reconciler: str,
+        version: str,
+        pins_key: str | None = None,
+        clear: bool = False,
+    ) -> None:
         with self._lock:
             self.status[session_id] = schema.FAILED
+            self.keys[session_id] = pins_key
             self.errors[session_id] = reason
+            if clear:
+                self.memories.pop(session_id, None)
+
+    def record(self, pins_key: str, pins: dict[str, Any]) -> None:
+        with self._lock:
+            self.configurations[pins_key] = pins
 
     def node_counts(self) -> dict[str, int]:
         with self._lock:

@@ -14,6 +14,7 @@ unique-index lookups (turn, chunk, fact and episode ids), never by scanning a se
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -104,15 +105,23 @@ CALL {{
 }}
 SET s.reconcile_status = '{schema.DONE}', s.reconcile_error = null,
     s.reconciler = $reconciler, s.reconciler_version = $version,
-    s.reconcile_schema = {schema.RECONCILE_SCHEMA_VERSION}
+    s.reconcile_schema = {schema.RECONCILE_SCHEMA_VERSION}, s.reconcile_pins = $pins_key
 RETURN s.session_id AS session_id
 """
 
 MARK_FAILED = f"""
 MATCH (s:{SESSION} {{session_id: $session_id}})
 SET s.reconcile_status = '{schema.FAILED}', s.reconcile_error = $reason,
-    s.reconciler = $reconciler, s.reconciler_version = $version
+    s.reconciler = $reconciler, s.reconciler_version = $version, s.reconcile_pins = $pins_key
 RETURN s.session_id AS session_id
+"""
+
+# One node per configuration whose memory is in the graph (its pins as JSON text: ArcadeDB
+# refuses map-valued properties). Written under the chain's lease, so MERGE cannot race.
+RECORD_MEMORY = f"""
+MERGE (m:{schema.MEMORY} {{pins_key: $pins_key}})
+SET m.pins = $pins, m.recorded_at = $recorded_at
+RETURN m.pins_key AS pins_key
 """
 
 
@@ -120,12 +129,13 @@ class SessionNotFound(LookupError):
     """The session to write is not in the graph (wiped or re-injected meanwhile)."""
 
 
-def memory_params(memory: SessionMemory, version: str) -> dict[str, Any]:
+def memory_params(memory: SessionMemory, version: str, pins_key: str | None) -> dict[str, Any]:
     """The statement's parameters: lists of flat maps of scalars (no map-valued property)."""
     return {
         "session_id": memory.session_id,
         "reconciler": memory.reconciler,
         "version": version,
+        "pins_key": pins_key,
         "entities": [{"key": e.key, "name": e.name, "type": e.type} for e in memory.entities],
         "chunks": [
             {"chunk_id": c.chunk_id, "index": c.index, "text": c.text} for c in memory.chunks
@@ -154,33 +164,66 @@ def memory_params(memory: SessionMemory, version: str) -> dict[str, Any]:
 
 
 def write_session_memory(
-    store: Any, memory: SessionMemory, *, version: str = "unversioned", replace: bool = True
+    store: Any,
+    memory: SessionMemory,
+    *,
+    version: str = "unversioned",
+    replace: bool = True,
+    pins_key: str | None = None,
 ) -> None:
     """Write `memory` and mark its session `done`, atomically.
 
     `replace` first removes what an earlier reconciliation wrote for the session (and the
     entities only it used); skip it only for sessions known to be untouched (pending).
+    `pins_key` names the configuration (`schema.pins_key`) the memory came from.
     """
     statements: list[tuple[str, dict[str, Any]]] = []
     if replace:
         statements.append((CLEAR_SESSION, {"session_id": memory.session_id}))
-    statements.append((WRITE_SESSION, memory_params(memory, version)))
+    statements.append((WRITE_SESSION, memory_params(memory, version, pins_key)))
     with WRITE_LOCK:
         results = run_write_transaction(store, statements)
     if not results[-1]:
         raise SessionNotFound(f"session {memory.session_id!r} is not in the graph")
 
 
-def mark_failed(store: Any, session_id: str, reason: str, *, reconciler: str, version: str) -> None:
-    """Record why a session failed; what it had before (if anything) is left as it was."""
+def mark_failed(
+    store: Any,
+    session_id: str,
+    reason: str,
+    *,
+    reconciler: str,
+    version: str,
+    pins_key: str | None = None,
+    clear: bool = False,
+) -> None:
+    """Record why a session failed. With `clear`, what it had before is removed in the same
+    transaction (memory another configuration made must not pass for this one's); without,
+    it is left as it was (a retry of the same configuration)."""
     params = {
         "session_id": session_id,
         "reason": reason[:MAX_ERROR_CHARS],
         "reconciler": reconciler,
         "version": version,
+        "pins_key": pins_key,
+    }
+    statements: list[tuple[str, dict[str, Any]]] = []
+    if clear:
+        statements.append((CLEAR_SESSION, {"session_id": session_id}))
+    statements.append((MARK_FAILED, params))
+    with WRITE_LOCK:
+        run_write_transaction(store, statements)
+
+
+def record_memory(store: Any, pins_key: str, pins: dict[str, Any], recorded_at: str) -> None:
+    """Register a configuration whose memory is now in the graph (see `schema.MEMORY`)."""
+    params = {
+        "pins_key": pins_key,
+        "pins": json.dumps(pins, sort_keys=True, default=str),
+        "recorded_at": recorded_at,
     }
     with WRITE_LOCK:
-        run_write_transaction(store, [(MARK_FAILED, params)])
+        run_write_transaction(store, [(RECORD_MEMORY, params)])
 
 
 def run_write_transaction(

@@ -9,7 +9,7 @@ from eval_pipeline.graph.checks import evidence_markers
 from eval_pipeline.graph.inject import graph_counts
 from eval_pipeline.reconcile import load_reconciler, reconcile_pending
 from eval_pipeline.reconcile.indexes import drop_fulltext_indexes
-from eval_pipeline.reconcile.reader import load_sessions, read_statuses
+from eval_pipeline.reconcile.reader import load_sessions, memory_census, read_statuses
 
 from .graph_fixtures import SESSION_IDS
 
@@ -114,15 +114,26 @@ def test_a_failing_session_ends_failed_and_the_rest_done_then_a_rerun_resumes(in
     assert cafe == [{"e": report.failures[0].reason, "n": 0}]
     chunks_before = one(store, "MATCH (c:Chunk) RETURN count(c) AS n")
 
-    # Re-materializing resumes: only the failed session is attempted.
-    resumed = reconcile_pending(store, load_reconciler("extractive"), concurrency=4)
+    # Re-materializing the same configuration resumes: only the failed session is attempted.
+    healed = load_reconciler(f"{PLUGINS}:FailingReconciler", {})
+    resumed = reconcile_pending(store, healed, concurrency=4)
     assert (resumed.to_do, resumed.done, resumed.skipped_done) == (1, 1, len(SESSION_IDS) - 1)
     assert resumed.completeness == 1.0 and read_statuses(store) == ALL_DONE
     cafe_chunks = one(
         store, "MATCH (:Session {session_id: 's_cafe'})-[:HAS_CHUNK]->(c) RETURN count(c) AS n"
     )
-    assert one(store, "MATCH (c:Chunk) RETURN count(c) AS n") == chunks_before + cafe_chunks
-    assert reconcile_pending(store, load_reconciler("extractive"), concurrency=4).to_do == 0
+    chunks = one(store, "MATCH (c:Chunk) RETURN count(c) AS n")
+    assert chunks == chunks_before + cafe_chunks
+    assert reconcile_pending(store, healed, concurrency=4).to_do == 0
+
+    # Another reconciler redoes every session: its memory replaces the other's, no
+    # duplicate, and the graph records which configuration made what is there.
+    other = reconcile_pending(store, load_reconciler("extractive"), concurrency=4)
+    assert (other.to_do, other.redone_foreign) == (len(SESSION_IDS), len(SESSION_IDS))
+    assert one(store, "MATCH (c:Chunk) RETURN count(c) AS n") == chunks
+    census = memory_census(store)
+    assert [c["pins"]["name"] for c in census["configurations"]] == ["extractive"]
+    assert census["configurations"][0]["done"] == len(SESSION_IDS) and census["pending"] == 0
 
 
 def test_redo_replaces_earlier_output_without_duplicates(injected_store):

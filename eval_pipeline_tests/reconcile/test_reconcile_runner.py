@@ -62,10 +62,29 @@ def test_rerun_retries_failed_sessions_only_and_redo_does_everything():
         "eval_pipeline_tests.reconcile.plugins:FailingReconciler", {"fail": ["s05"]}
     )
     reconcile_pending(g, failing, concurrency=2)
-    again = reconcile_pending(g, ExtractiveReconciler(), concurrency=2)
+    # The same configuration again (which sessions fail is not part of its pins): resume.
+    healed = load_reconciler("eval_pipeline_tests.reconcile.plugins:FailingReconciler", {})
+    again = reconcile_pending(g, healed, concurrency=2)
     assert (again.to_do, again.done, again.skipped_done) == (1, 1, 11)
-    redo = reconcile_pending(g, ExtractiveReconciler(), concurrency=2, redo=True)
+    redo = reconcile_pending(g, healed, concurrency=2, redo=True)
     assert (redo.to_do, redo.done, redo.skipped_done) == (12, 12, 0)
+
+
+def test_memory_made_under_other_pins_is_redone_never_kept():
+    """Another reconciler, version or config must not inherit sessions another one did."""
+    g = graph()
+    first = reconcile_pending(g, ExtractiveReconciler(), concurrency=2)
+    assert (first.to_do, first.done) == (12, 12)
+    other = reconcile_pending(g, ExtractiveReconciler(max_chunk_chars=200), concurrency=2)
+    assert (other.to_do, other.done, other.skipped_done, other.redone_foreign) == (12, 12, 0, 12)
+    assert other.pins_key != first.pins_key
+    assert {state.pins_key for state in g.states().values()} == {other.pins_key}
+    assert g.configurations[other.pins_key]["config"]["max_chunk_chars"] == 200
+    # A repeat's sample identity is part of the pins too: a repeat reconciles afresh.
+    sampled = reconcile_pending(
+        g, ExtractiveReconciler(max_chunk_chars=200), concurrency=2, extra_pins={"s": "x/2"}
+    )
+    assert sampled.redone_foreign == 12 and sampled.reconciler["s"] == "x/2"
 
 
 def test_a_reconciler_that_cannot_run_stops_the_run_with_its_reason():
