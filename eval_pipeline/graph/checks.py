@@ -60,3 +60,21 @@ def fingerprint_report(store: GraphStore, fixtures_path: str | Path) -> tuple[bo
         "graph_fingerprint": graph_fp or "(none: injection never completed)",
         "injected_at": (record or {}).get("injected_at") or "",
     }
+
+
+def graph_holds(store: GraphStore, fingerprint: str) -> tuple[bool, str]:
+    """(current, why): does the graph hold the injection whose fixtures fingerprint is
+    `fingerprint`? A stage that consumed one injection must not read a graph another one
+    replaced since (or one whose injection never completed)."""
+    record = read_graph_fingerprint(store)
+    if record is None:
+        return False, (
+            f"{store.where} holds no completed injection: materialize injected_graph first"
+        )
+    if record["fingerprint"] != fingerprint:
+        return False, (
+            f"{store.where} holds other fixtures ({record['fingerprint']}, injected "
+            f"{record.get('injected_at')}) than the ones this run uses ({fingerprint}): "
+            "materialize session_fixtures and injected_graph again"
+        )
+    return True, f"the graph holds fixtures {fingerprint}"

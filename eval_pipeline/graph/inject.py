@@ -214,7 +214,7 @@ def count_problems(
     """
     actual, raw = graph_counts(store)
     problems = [f"{k}: expected {e}, graph has {a}" for k, (e, a) in expected.diff(actual).items()]
-    known = {schema.SESSION, schema.TURN, schema.QUESTION, schema.CLAIM, schema.FINGERPRINT}
+    known = {schema.SESSION, schema.TURN, schema.QUESTION, *schema.BOOKKEEPING_LABELS}
     known |= set(extra_labels)
     stray = {k: v for k, v in raw["labels"].items() if k not in known}
     if stray:

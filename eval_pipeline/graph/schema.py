@@ -22,6 +22,9 @@ we never write maps):
                                injected_at, source})
         written last, after the counts were verified: its presence means "injection
         completed", its fingerprint names the fixtures the graph was built from
+    (:EvalPipelineLease       {token, holder, run_id, host, pid, what, acquired_at,
+                               expires_at})
+        which chain holds the instance now (`lease.py`); the wipe never removes it
 
 Relationships:
 
@@ -55,6 +58,10 @@ TURN = "Turn"
 QUESTION = "Question"
 CLAIM = "EvalPipelineClaim"
 FINGERPRINT = "EvalPipelineFingerprint"
+LEASE = "EvalPipelineLease"
+MEMORY = "EvalPipelineMemory"  # which reconciler configurations made the memory (reconcile/)
+# The pipeline's own bookkeeping, not memory: hidden from agents, kept out of content checks.
+BOOKKEEPING_LABELS: tuple[str, ...] = (CLAIM, FINGERPRINT, LEASE, MEMORY)
 
 HAS_TURN = "HAS_TURN"
 NEXT = "NEXT"

@@ -75,6 +75,12 @@ class GraphStore(dg.ConfigurableResource):
     disposable: bool = Field(
         default=False, description="allow wiping a non-empty instance the pipeline never claimed"
     )
+    lease_wait_s: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="how long a chain waits for another chain's lease on the instance "
+        "before it is refused (0: refuse at once, naming the holder)",
+    )
     data_dir: str | None = Field(
         default=None, description="embedded server directory; unset = state_dir()/graph/arcadedb"
     )
@@ -320,7 +326,8 @@ class GraphStore(dg.ConfigurableResource):
         return int(self.read("MATCH (n) RETURN count(n) AS n", timeout_s=600)[0]["n"])
 
     def is_empty(self) -> bool:
-        return not self.read("MATCH (n) RETURN 1 AS x LIMIT 1")
+        # Our lease alone does not make an instance someone's data.
+        return not self.read(f"MATCH (n) WHERE NOT n:{schema.LEASE} RETURN 1 AS x LIMIT 1")
 
     def claim(self) -> None:
         """Mark the instance as the pipeline's own; refuse one that holds someone's data."""

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from eval_pipeline.graph.dialects.base import quote_name
+from eval_pipeline.graph.schema import LEASE
 from eval_pipeline.retrieve.protocol import GraphReader
 
 _DOMAIN = b"eval_pipeline/graph-state/v1\n"
@@ -56,6 +57,8 @@ def graph_state(store: GraphReader) -> GraphState:
     # A node with several labels is read once per label: same digest, so dedupe by id.
     seen_ids: set[Any] = set()
     for label in sorted(labels):
+        if label == LEASE:  # renewed by the chain's heartbeat while retrieval runs
+            continue
         for row in _read(
             store,
             f"MATCH (n:{quote_name(label)}) "

@@ -29,7 +29,7 @@ from eval_pipeline.retrieve import fulltext_queries as ftq
 from eval_pipeline.retrieve.protocol import GraphReader
 
 # Bookkeeping of the pipeline itself: nothing a memory query should touch.
-HIDDEN_LABELS = frozenset({schema.CLAIM, schema.FINGERPRINT})
+HIDDEN_LABELS = frozenset(schema.BOOKKEEPING_LABELS)
 
 SAMPLE_NODES = 400
 ENUM_MAX = 20

@@ -16,14 +16,18 @@ from eval_pipeline.assets.graph import (
 )
 from eval_pipeline.assets.resources import ProjectPaths
 from eval_pipeline.graph.store import GraphStore
+from eval_pipeline_tests.artifacts import seed_artifact
 from eval_pipeline_tests.graph.conftest import write_fixtures
 
 
-def _run(store: GraphStore, state: Path, selection=None) -> dg.ExecuteInProcessResult:
+def _run(
+    store: GraphStore, state: Path, instance: dg.DagsterInstance, selection=None
+) -> dg.ExecuteInProcessResult:
     return dg.materialize(
         [*GRAPH_ASSETS, *GRAPH_CHECKS],
         selection=selection,
         resources={"graph": store, "paths": ProjectPaths(state_dir=str(state))},
+        instance=instance,
         raise_on_error=False,
     )
 
@@ -40,9 +44,10 @@ def test_definitions_shape() -> None:
 
 
 def test_materialize_then_checks(store: GraphStore, tmp_path: Path) -> None:
-    (tmp_path / "corpus").mkdir()
-    write_fixtures(tmp_path / "corpus" / "fixtures.jsonl")
-    result = _run(store, tmp_path)
+    instance = dg.DagsterInstance.ephemeral()
+    fixtures = write_fixtures(tmp_path / "fixtures.jsonl")
+    seed_artifact(instance, tmp_path, "session_fixtures", files={"fixtures.jsonl": fixtures})
+    result = _run(store, tmp_path, instance)
     assert result.success
     meta = result.asset_materializations_for_node("injected_graph")[0].metadata
     assert meta["sessions"].value == 24 and meta["turns"].value == 36
@@ -57,7 +62,7 @@ def test_materialize_then_checks(store: GraphStore, tmp_path: Path) -> None:
     # A leak planted afterwards turns the evidence check red; the fingerprint stays green.
     store.write("MATCH (t:Turn) WITH t LIMIT 1 SET t.has_answer = false")
     checks_only = dg.AssetSelection.checks(injected_graph_no_evidence, injected_graph_fingerprint)
-    rerun = _run(store, tmp_path, selection=checks_only)
+    rerun = _run(store, tmp_path, instance, selection=checks_only)
     assert _checks(rerun) == {
         "injected_graph_no_evidence": False,
         "injected_graph_fingerprint": True,

@@ -63,8 +63,10 @@ def create_fulltext_sql() -> list[str]:
 
 
 def drop_type_sql(types: list[dict[str, Any]]) -> list[str]:
-    """DROP TYPE statements, edges before vertices, for rows of `SELECT ... schema:types`."""
-    ordered = sorted(types, key=lambda t: (_TYPE_DROP_ORDER.get(str(t.get("type")), 3), t["name"]))
+    """DROP TYPE statements, edges before vertices, for rows of `SELECT ... schema:types`.
+    The lease type stays: it says which chain holds the instance (the wiping one)."""
+    kept = [t for t in types if t["name"] != schema.LEASE]
+    ordered = sorted(kept, key=lambda t: (_TYPE_DROP_ORDER.get(str(t.get("type")), 3), t["name"]))
     return [f"DROP TYPE {_sql_name(t['name'])} IF EXISTS UNSAFE" for t in ordered]
 
 

@@ -155,11 +155,13 @@ def _message(exc: Exception) -> str:
 
 
 def delete_all_batched(store: GraphStore, batch: int = DELETE_BATCH) -> int:
-    """DETACH DELETE everything in bounded transactions (one big one exhausts the heap)."""
+    """DETACH DELETE everything but the lease, in bounded transactions (one big one exhausts
+    the heap). The lease says which chain holds the instance: the wiping chain itself."""
     total = 0
     while True:
         rows = store.write(
-            "MATCH (n) WITH n LIMIT $limit DETACH DELETE n RETURN count(*) AS deleted",
+            f"MATCH (n) WHERE NOT n:{schema.LEASE} WITH n LIMIT $limit DETACH DELETE n "
+            "RETURN count(*) AS deleted",
             {"limit": batch},
         )
         deleted = int(rows[0]["deleted"]) if rows else 0
