@@ -25,10 +25,15 @@ class UsageError(Exception):
 
 
 def upstream_spec_from_args(args: argparse.Namespace) -> UpstreamSpec:
+    """The upstream the options name. --variant is passed on for every source (None: not
+    said), and a refused one (oracle) stops here, before anything runs."""
+    from eval_pipeline.corpus.upstream import check_variant
+
     value = args.upstream
+    check_variant(args.variant)
     common = {"variant": args.variant, "sha256": args.sha256}
     if value in (None, "sample"):
-        return UpstreamSpec(source="sample", sha256=args.sha256)
+        return UpstreamSpec(source="sample", **common)
     if value in ("hf", "huggingface"):
         return UpstreamSpec(source="huggingface", revision=args.revision, **common)
     return UpstreamSpec(source="path", path=value, **common)
@@ -51,10 +56,21 @@ def _add_corpus_options(p: argparse.ArgumentParser, *, upstream_required: bool) 
         help="a LongMemEval JSON file; 'sample' for the bundled sample, 'hf' for Hugging Face "
         "at --revision",
     )
-    p.add_argument("--variant", default="s", help="upstream variant: s or m (oracle is refused)")
+    p.add_argument(
+        "--variant",
+        default=None,
+        metavar="V",
+        help="what the file is: s or m for Hugging Face (default s), any label for a local "
+        "file (default: what its sha256 pin identifies, else 'local'); oracle is refused",
+    )
     p.add_argument("--revision", default=HF_REVISION, help="Hugging Face commit (40 hex)")
     p.add_argument("--sha256", help="expected sha256 of the upstream file (overrides the pin)")
-    p.add_argument("--sample", type=int, metavar="N", help="questions to draw (default: all)")
+    p.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="questions to draw (default: all; above what the file holds: all, with a note)",
+    )
     p.add_argument("--seed", type=int, metavar="S", help="sampling seed (default 0)")
     p.add_argument("--floor", type=int, help="minimum questions per stratum (default 1)")
     p.add_argument(
@@ -72,6 +88,8 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     # sha256 is checked in the same streaming pass that converts the file.
     upstream = resolve_upstream(upstream_spec_from_args(args), verify=False)
     manifest = build_corpus(upstream, Path(args.out), sample_spec_from_args(args))
+    if manifest.get("sample_note"):
+        print(f"note: {manifest['sample_note']}")
     counts = manifest["counts"]
     print(
         f"{counts['questions_selected']} goldens, {counts['sessions']} sessions, "
@@ -96,6 +114,9 @@ RUN_OPTION_KEYS = (
     "graph_database",
     "graph_http_url",
     "repeat",
+    "repeat_reconcile",
+    "repeat_salt",
+    "wait_for_graph",
     "tier",
     "light",
 )
@@ -106,15 +127,22 @@ def run_options_from_args(args: argparse.Namespace) -> RunOptions:
     values: dict = {}
     if args.config:
         values = load_config_file(Path(args.config))
-    corpus_keys = ("upstream", "sample", "seed", "floor", "max_sessions_per_question")
-    if any(getattr(args, k) is not None for k in corpus_keys) or "upstream" not in values:
+    upstream_keys = ("upstream", "variant", "sha256", "revision")
+    sample_keys = ("sample", "seed", "floor", "max_sessions_per_question")
+    if any(_given(args, k) for k in upstream_keys) or "upstream" not in values:
         values["upstream"] = upstream_spec_from_args(args)
-    if any(getattr(args, k) is not None for k in corpus_keys[1:]) or "sample" not in values:
+    if any(getattr(args, k) is not None for k in sample_keys) or "sample" not in values:
         values["sample"] = sample_spec_from_args(args)
     for key in RUN_OPTION_KEYS:
         if getattr(args, key) is not None:
             values[key] = getattr(args, key)
     return RunOptions.model_validate(values)
+
+
+def _given(args: argparse.Namespace, key: str) -> bool:
+    """Was the option given on the command line (not just its parser default)?"""
+    value = getattr(args, key, None)
+    return value is not None and not (key == "revision" and value == HF_REVISION)
 
 
 def load_config_file(path: Path) -> dict:
@@ -177,7 +205,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--repeat",
         type=int,
         metavar="N",
-        help="N runs of retrieval and scoring over one graph (for eval-pipeline calibrate)",
+        help="N runs of retrieval and scoring over one graph (for eval-pipeline calibrate); "
+        "each repeat is a fresh sample of every model call",
+    )
+    p.add_argument(
+        "--repeat-reconcile",
+        action="store_true",
+        default=None,
+        help="repeats reconcile afresh too (measures an LLM reconciler's variance)",
+    )
+    p.add_argument(
+        "--repeat-salt",
+        metavar="SALT",
+        help="the repeats' sample salt (default: a new one): give a run's salt to reproduce "
+        "its repeats from the LLM cache",
+    )
+    p.add_argument(
+        "--wait-for-graph",
+        type=float,
+        metavar="SECONDS",
+        help="wait this long for another chain holding the graph instance (default: refuse)",
     )
     p.add_argument("--config", metavar="FILE", help="YAML/JSON file with the same options")
     p.set_defaults(func=cmd_run)

@@ -13,7 +13,7 @@ from eval_pipeline.assets.graph import GRAPH_ASSETS, GRAPH_CHECKS
 from eval_pipeline.assets.reconcile import RECONCILE_ASSETS, RECONCILE_CHECKS, ReconcilerSettings
 from eval_pipeline.assets.resources import CorpusSettings, ProjectPaths
 from eval_pipeline.assets.retrieval import RETRIEVAL_ASSETS, RETRIEVAL_CHECKS, RetrievalSettings
-from eval_pipeline.assets.scoring import SCORING_ASSETS, ScoringSettings
+from eval_pipeline.assets.scoring import SCORING_ASSETS, SCORING_CHECKS, ScoringSettings
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.ops.schedules import OPS_SCHEDULES
 from eval_pipeline.ops.sensors import OPS_SENSORS
@@ -27,7 +27,14 @@ ALL_ASSETS = [
     *SCORING_ASSETS,
     *COMPARE_ASSETS,
 ]
-ALL_CHECKS = [*CORPUS_CHECKS, *GRAPH_CHECKS, *RECONCILE_CHECKS, *RETRIEVAL_CHECKS, *COMPARE_CHECKS]
+ALL_CHECKS = [
+    *CORPUS_CHECKS,
+    *GRAPH_CHECKS,
+    *RECONCILE_CHECKS,
+    *RETRIEVAL_CHECKS,
+    *SCORING_CHECKS,
+    *COMPARE_CHECKS,
+]
 
 
 def graph_store() -> GraphStore:

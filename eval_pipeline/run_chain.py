@@ -40,6 +40,11 @@ class RunOptions(BaseModel):
     graph_database: str | None = None
     graph_http_url: str | None = None
     repeat: int = Field(default=1, ge=1)
+    # Repeats re-run reconciliation too (each repeat reconciles afresh under its own sample
+    # identity), so an LLM reconciler's variance is part of the noise floor.
+    repeat_reconcile: bool = False
+    repeat_salt: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    wait_for_graph: float = Field(default=0.0, ge=0.0)
     tier: str = Field(default="1", pattern="^(1|2|all)$")
     light: bool = False
 
@@ -77,7 +82,7 @@ def chain_run_config(opts: RunOptions) -> dict[str, Any]:
         "tiers": opts.tier,
         "light": opts.light,
     }
-    graph: dict[str, Any] = {"backend": opts.backend}
+    graph: dict[str, Any] = {"backend": opts.backend, "lease_wait_s": opts.wait_for_graph}
     if opts.graph_uri:
         graph["uri"] = opts.graph_uri
         graph["database"] = opts.graph_database or (
@@ -134,89 +139,195 @@ def print_summary(run_dir: Path) -> None:
         )
 
 
+# Exit codes of `eval-pipeline run` (the README lists them).
+EXIT_OK = 0  # complete: every question measured
+EXIT_FAILED = 1  # a stage failed (its error printed); no bundle, or one from an earlier stage
+EXIT_BAD_INPUT = 2  # an option or input is wrong; nothing ran
+EXIT_REFUSED = 3  # the graph instance is held by another chain, or holds someone else's data
+EXIT_INCOMPLETE = 4  # a bundle was written, but some questions are unscored (infrastructure)
+
 # Repeats re-run only what can vary between runs of one configuration (retrieval, reading,
-# judging) over the same graph; the noise floor comes from their spread.
+# judging) over the same graph, and with `repeat_reconcile` the reconciliation too.
 REPEAT_ASSETS = ("retrieval_results", "scored_run")
+COMPLETENESS_CHECKS = frozenset({"scored_run_complete", "retrieval_infrastructure_ok"})
 
 
-def _execute(job, instance, run_config: dict, asset_selection=None) -> tuple[int, Path | None]:
+class ChainOutcome(BaseModel):
+    code: int
+    run_dir: Path | None = None
+    incomplete: dict[str, Any] | None = None
+
+
+def _metadata(result: Any, asset: str) -> dict[str, Any]:
+    for mat in result.get_asset_materialization_events():
+        if mat.asset_key.to_user_string() == asset:
+            return {k: getattr(v, "value", v) for k, v in mat.materialization.metadata.items()}
+    return {}
+
+
+def _execute(job, instance, run_config: dict, tags: dict, asset_selection=None) -> ChainOutcome:
     result = job.execute_in_process(
         run_config=run_config,
         instance=instance,
         raise_on_error=False,
         asset_selection=asset_selection,
+        tags=tags,
     )
-    run_dir = None
-    for mat in result.get_asset_materialization_events():
-        if mat.asset_key.to_user_string() == "scored_run":
-            run_dir = Path(mat.materialization.metadata["run_dir"].value)
-    if not result.success:
-        failed = [
-            f"{ev.step_key}: {_innermost_message(ev.step_failure_data.error)}"
-            for ev in result.all_events
-            if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error
-        ]
-        failed += [
-            f"check {ev.check_name}"
-            for ev in result.get_asset_check_evaluations()
-            if not ev.passed and ev.severity.value != "WARN"
-        ]
+    note = _metadata(result, "goldens").get("sample_note")
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    scored = _metadata(result, "scored_run")
+    run_dir = Path(scored["run_dir"]) if scored.get("run_dir") else None
+    failed_steps = [
+        ev
+        for ev in result.all_events
+        if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error
+    ]
+    failed_checks = [
+        ev
+        for ev in result.get_asset_check_evaluations()
+        if not ev.passed and ev.severity.value != "WARN"
+    ]
+    incomplete = run_dir is not None and scored.get("status") == "incomplete"
+    real_failures = [
+        f"{ev.step_key}: {_innermost_message(ev.step_failure_data.error)}"
+        for ev in failed_steps
+        # A blocking completeness check fails its step on purpose: that is "incomplete".
+        if not (incomplete and any(c in (ev.step_key or "") for c in COMPLETENESS_CHECKS))
+    ]
+    real_failures += [
+        f"check {ev.check_name}"
+        for ev in failed_checks
+        if not (incomplete and ev.check_name in COMPLETENESS_CHECKS)
+    ]
+    if real_failures:
         print(
-            f"eval-pipeline: error: run {result.run_id} failed at " + "; ".join(failed),
+            f"eval-pipeline: error: run {result.run_id} failed at " + "; ".join(real_failures),
             file=sys.stderr,
         )
-        return 1, run_dir
+        return ChainOutcome(code=EXIT_FAILED, run_dir=run_dir)
     for ev in result.get_asset_check_evaluations():
-        if not ev.passed:
+        if not ev.passed and ev.check_name not in COMPLETENESS_CHECKS:
             print(f"warning: {ev.asset_key.to_user_string()}:{ev.check_name}", file=sys.stderr)
     if run_dir is None:
         print(f"eval-pipeline: error: run {result.run_id} wrote no run bundle", file=sys.stderr)
-        return 1, None
-    return 0, run_dir
+        return ChainOutcome(code=EXIT_FAILED)
+    if incomplete:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        return ChainOutcome(code=EXIT_INCOMPLETE, run_dir=run_dir, incomplete=summary["incomplete"])
+    return ChainOutcome(code=EXIT_OK, run_dir=run_dir)
 
 
-def repeat_run_config(opts: RunOptions, k: int) -> dict:
-    """Repeat k reads and judges afresh: its own LLM cache file, so it is not a replay of
-    repeat 1, yet is itself reproducible from that file."""
-    from eval_pipeline.settings import state_dir
-
+def repeat_run_config(opts: RunOptions, k: int, salt: str) -> dict:
+    """Repeat k of N draws sample "<salt>/<k>": that identity is part of every LLM cache key
+    (one cache file for all), so repeat k is a fresh sample, never a replay of another repeat,
+    yet a re-run of repeat k with the same salt reproduces it from the cache."""
     config = chain_run_config(opts)
-    cache = str(state_dir() / f"llm_cache.repeat-{k}.sqlite3")
+    identity = f"{salt}/{k}"
     resources = config["resources"]
-    resources["retrieval"]["config"]["llm_cache_path"] = cache
-    resources["scoring"]["config"]["llm_cache_path"] = cache
-    resources["scoring"]["config"]["label"] = f"{opts.label or 'run'}-repeat{k}"
+    resources["retrieval"]["config"]["sample_identity"] = identity
+    resources["scoring"]["config"].update(
+        repeat_index=k,
+        repeats=opts.repeat,
+        repeat_salt=salt,
+        repeat_includes_reconcile=opts.repeat_reconcile,
+        label=f"{opts.label or 'run'}-repeat{k}",
+    )
+    if opts.repeat_reconcile:
+        resources["reconcile"]["config"]["sample_identity"] = identity
     return config
 
 
+def graph_store_for(opts: RunOptions):
+    """The GraphStore the chain's `graph` resource will be (credentials from the env)."""
+    from eval_pipeline.graph.store import GraphStore
+
+    graph = chain_run_config(opts)["resources"]["graph"]["config"]
+    values = {k: v for k, v in graph.items() if not isinstance(v, dict)}
+    for field in ("user", "password"):
+        ref = graph.get(field)
+        if isinstance(ref, dict):
+            values[field] = os.environ.get(ref["env"])
+    return GraphStore(**values)
+
+
+def _print_incomplete(outcome: ChainOutcome) -> None:
+    info = outcome.incomplete or {}
+    causes = ", ".join(f"{k} {v}" for k, v in (info.get("by_cause") or {}).items())
+    print(
+        f"eval-pipeline: run incomplete: {info.get('questions', 0)} question(s) unscored by "
+        f"infrastructure failures ({causes}); they are not counted as misses. Bundle: "
+        f"{outcome.run_dir}",
+        file=sys.stderr,
+    )
+
+
 def run_chain(opts: RunOptions) -> int:
+    import secrets
+
     import dagster as dg
 
+    from eval_pipeline.assets.graph_lease import run_finished
     from eval_pipeline.dagster_home import local_instance
     from eval_pipeline.definitions import defs
+    from eval_pipeline.graph.errors import ForeignDataError, GraphError
+    from eval_pipeline.graph.lease import Lease, LeaseHeld, hold
     from eval_pipeline.llm import ensure_no_confident_upload
+    from eval_pipeline.ops.tags import LEASE_HOLDER_TAG
 
     # Refuse before anything runs, whatever the judge: deepeval would upload results.
     ensure_no_confident_upload()
 
     instance = local_instance()
     job = defs.resolve_job_def("eval_chain")
-    code, run_dir = _execute(job, instance, chain_run_config(opts))
-    if code != 0 or run_dir is None:
-        return code or 1
-    run_dirs = [run_dir]
-    for k in range(2, opts.repeat + 1):
-        selection = [dg.AssetKey(key) for key in REPEAT_ASSETS]
-        code, run_dir = _execute(job, instance, repeat_run_config(opts, k), selection)
-        if code != 0 or run_dir is None:
-            return code or 1
-        run_dirs.append(run_dir)
-    print_summary(run_dirs[0])
+    chain = "cli-" + secrets.token_hex(8)
+    tags = {LEASE_HOLDER_TAG: chain}
+    salt = opts.repeat_salt or secrets.token_hex(4)
+    store = graph_store_for(opts)
+    outcomes: list[ChainOutcome] = []
+    try:
+        # One chain per graph instance, across the chain and all its repeats: the lease is
+        # held here, by this invocation; each of its runs carries the holder in a tag.
+        store.ensure_running()
+        store.claim()
+        with hold(
+            store,
+            Lease(holder=chain, what="eval-pipeline run"),
+            wait_s=opts.wait_for_graph,
+            run_finished=run_finished(instance),
+            release_after=True,
+            where=store.where,
+        ):
+            first = repeat_run_config(opts, 1, salt) if opts.repeat > 1 else chain_run_config(opts)
+            outcomes.append(_execute(job, instance, first, tags))
+            selection = [dg.AssetKey(key) for key in REPEAT_ASSETS]
+            if opts.repeat_reconcile:
+                selection.insert(0, dg.AssetKey("reconciled_graph"))
+            for k in range(2, opts.repeat + 1):
+                if outcomes[-1].code not in (EXIT_OK, EXIT_INCOMPLETE):
+                    break
+                config = repeat_run_config(opts, k, salt)
+                outcomes.append(_execute(job, instance, config, tags, selection))
+    except (LeaseHeld, ForeignDataError) as exc:
+        print(f"eval-pipeline: error: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except GraphError as exc:
+        print(f"eval-pipeline: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        store.close()
+    run_dirs = [o.run_dir for o in outcomes if o.run_dir is not None]
+    if run_dirs:
+        print_summary(run_dirs[0])
     if len(run_dirs) > 1:
         print(
-            f"{len(run_dirs)} repeats; calibrate with: eval-pipeline calibrate "
+            f"{len(run_dirs)} repeats (salt {salt}); calibrate with: eval-pipeline calibrate "
             + " ".join(str(d) for d in run_dirs)
         )
+    for outcome in outcomes:
+        if outcome.code == EXIT_INCOMPLETE:
+            _print_incomplete(outcome)
     for d in run_dirs:
         print(d)
-    return 0
+    worst = max(outcomes, key=lambda o: (o.code != EXIT_OK, o.code == EXIT_FAILED), default=None)
+    return worst.code if worst is not None else EXIT_FAILED

@@ -6,6 +6,7 @@ import dagster as dg
 
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.definitions import defs
+from eval_pipeline_tests.artifacts import artifact_dir
 
 CORPUS_KEYS = {"longmemeval_upstream", "goldens", "session_fixtures"}
 
@@ -44,9 +45,9 @@ def test_corpus_assets_materialize_in_process(tmp_path):
         "goldens_have_evidence": True,
         "fixtures_cover_haystacks": True,
     }
-    goldens = list(read_jsonl(tmp_path / "corpus" / "goldens.jsonl"))
+    goldens = list(read_jsonl(artifact_dir(result, "goldens") / "goldens.jsonl"))
     assert len(goldens) == 12
-    fixtures = list(read_jsonl(tmp_path / "corpus" / "fixtures.jsonl"))
+    fixtures = list(read_jsonl(artifact_dir(result, "session_fixtures") / "fixtures.jsonl"))
     assert {sid for g in goldens for sid in g["additional_metadata"]["haystack_session_ids"]} == {
         f["session_id"] for f in fixtures
     }
@@ -81,8 +82,7 @@ def test_a_failing_stage_is_named_and_its_check_blocks(tmp_path):
     assert not result.success
     failed = [e.step_key for e in result.all_events if e.is_step_failure]
     assert failed == ["session_fixtures"]
-    assert not (tmp_path / "state" / "corpus" / "fixtures.jsonl").exists()
-    assert json.loads((tmp_path / "state" / "corpus" / "plan.json").read_text())["selected"] == [
-        "q1",
-        "q2",
-    ]
+    # Nothing half written: the failed stage published no artifact.
+    assert not list((tmp_path / "state" / "artifacts").glob("*/session_fixtures"))
+    plan = json.loads((artifact_dir(result, "goldens") / "plan.json").read_text())
+    assert plan["selected"] == ["q1", "q2"]

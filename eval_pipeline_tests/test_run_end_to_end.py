@@ -14,7 +14,7 @@ import pytest
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.llm.wire_server import ScriptedReply, WireServer
 from eval_pipeline.runs.bundle import BUNDLE_FILES
-from eval_pipeline.score.retrieval_metrics import KS, LEVELS, METRIC_NAMES, VARIANTS
+from eval_pipeline_tests.bundle_checks import assert_summary_recomputes
 
 EXE = str(Path(sys.executable).with_name("eval-pipeline"))
 KEY = "sk-test-e2e-LEAKCANARY-31415926"
@@ -70,22 +70,7 @@ def test_offline_run_writes_a_complete_bundle(offline_run):
 
 
 def test_summary_recall_recomputes_from_results(offline_run):
-    run_dir, _ = offline_run
-    rows = list(read_jsonl(run_dir / "results.jsonl"))
-    summary = json.loads((run_dir / "summary.json").read_text())["tiers"]["1"]
-    for level in LEVELS:
-        for variant in VARIANTS:
-            for name in METRIC_NAMES:
-                for k in KS:
-                    key = f"{name}@{k}"
-                    values = [r["retrieval_metrics"][level][variant][key] for r in rows]
-                    scored = [v for v in values if v is not None]
-                    expected = sum(scored) / len(scored) if scored else None
-                    got = summary["retrieval"][level][variant][key]["mean"]
-                    assert got == pytest.approx(expected), (level, variant, key)
-    answerable = [r for r in rows if not r["abstention"]]
-    covered = [r["covered"] for r in answerable if r["covered"] is not None]
-    assert summary["coverage"]["rate"] == pytest.approx(sum(covered) / len(covered))
+    assert_summary_recomputes(offline_run[0])
 
 
 def test_judge_outage_gives_unscored_not_zero_and_no_key_in_bundle(home, offline_run):
@@ -96,9 +81,14 @@ def test_judge_outage_gives_unscored_not_zero_and_no_key_in_bundle(home, offline
         env = {**env, "OPENAI_API_KEY": KEY}  # in the environment, never in the bundle
         res = run(env, "--config", str(cfg), "--label", "outage")
         assert server.request_count > 0  # the judge really was called
-    assert res.returncode == 0, res.stderr[-3000:]
+    # A judge that scored nothing: the bundle is written, saying incomplete, and the run
+    # exits with its own code (4), never 0.
+    assert res.returncode == 4, res.stderr[-3000:]
     run_dir = Path(res.stdout.strip().splitlines()[-1])
-    summary = json.loads((run_dir / "summary.json").read_text())["tiers"]["1"]
+    full = json.loads((run_dir / "summary.json").read_text())
+    assert full["status"] == "incomplete" and full["incomplete"]["by_cause"] == {"judge": 31}
+    assert "run incomplete: 31 question(s)" in res.stderr
+    summary = full["tiers"]["1"]
     assert summary["coverage"] is None  # nothing scored: a None rate, not 0%
     assert summary["counts"]["covered"] == 0 and summary["counts"]["unscored"] > 0
     rows = list(read_jsonl(run_dir / "results.jsonl"))

@@ -12,14 +12,15 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from eval_pipeline.assets.artifacts import consumed_materialization, run_id_of
 from eval_pipeline.assets.resources import ProjectPaths
 from eval_pipeline.assets.scoring import ScoringSettings
 from eval_pipeline.runs.calibrate import (
-    NOISE_FLOOR_FILE,
     CalibrationRefused,
     NoiseFloor,
     NoiseFloorError,
     calibrate,
+    floor_path_for,
     load_noise_floor,
     save_noise_floor,
 )
@@ -31,10 +32,15 @@ from eval_pipeline.runs.compare import (
     check_floor,
     compare,
     comparison_markdown,
+    find_noise_floor,
 )
 from eval_pipeline.runs.load import BundleError, RunBundle, load_run, resolve_run
 from eval_pipeline.runs.report import write_comparison_report, write_run_report
-from eval_pipeline.runs.select import latest_run, previous_comparable_run, repeats_of
+from eval_pipeline.runs.select import (
+    independent_repeats_of,
+    latest_run,
+    previous_comparable_run,
+)
 
 GROUP = "compare"
 PREVIOUS = "previous"
@@ -50,11 +56,13 @@ class ComparisonSettings(dg.ConfigurableResource):
     )
     noise_floor: str | None = Field(
         default=None,
-        description="noise_floor.json; default: <runs_dir>/noise_floor.json when it exists "
-        "and was calibrated on the same pins (else the comparison is NOT CALIBRATED)",
+        description="a noise floor file; default: the floor stored for the base's (else the "
+        "candidate's) configuration under <runs_dir>/noise_floors/, calibrated on the same "
+        "pins (else the comparison is NOT CALIBRATED)",
     )
     candidate: str | None = Field(
-        default=None, description="default: the run the latest scored_run wrote"
+        default=None,
+        description="default: the bundle this run's scored_run wrote (else the latest one's)",
     )
 
 
@@ -66,16 +74,22 @@ class CalibrationSettings(dg.ConfigurableResource):
         description="run directories or names; default: every run in the runs dir with the "
         "latest run's comparability and configuration pins",
     )
-    out: str | None = Field(default=None, description="default: <runs_dir>/noise_floor.json")
+    out: str | None = Field(
+        default=None,
+        description="default: <runs_dir>/noise_floors/<key of the configuration's pins>.json",
+    )
 
 
 def runs_dir_of(paths: ProjectPaths, scoring: ScoringSettings) -> Path:
     return Path(scoring.runs_dir).expanduser() if scoring.runs_dir else paths.runs_dir()
 
 
-def scored_run_dir(instance: dg.DagsterInstance, runs_dir: Path) -> Path:
-    """The bundle the latest `scored_run` wrote, else the newest bundle in the runs dir."""
-    event = instance.get_latest_materialization_event(dg.AssetKey("scored_run"))
+def scored_run_dir(context: dg.AssetExecutionContext, runs_dir: Path) -> Path:
+    """The bundle this run's `scored_run` wrote (else the latest one), else the newest bundle
+    in the runs dir."""
+    event = consumed_materialization(
+        context.instance, dg.AssetKey("scored_run"), run_id_of(context)
+    )
     if event is not None and event.asset_materialization is not None:
         entry = event.asset_materialization.metadata.get("run_dir")
         if entry is not None and Path(str(entry.value)).is_dir():
@@ -94,25 +108,18 @@ def _load(ref: str, runs_dir: Path) -> RunBundle:
 
 
 def _noise_floor(
-    settings: ComparisonSettings, runs_dir: Path, run: RunBundle
+    settings: ComparisonSettings, runs_dir: Path, base: RunBundle, candidate: RunBundle
 ) -> tuple[NoiseFloor | None, str]:
-    """(floor, note). An explicitly configured floor must fit; the default one is optional."""
+    """(floor, note). An explicitly configured floor must fit; else the one stored for the
+    base's or the candidate's configuration, if any."""
     if settings.noise_floor:
         try:
             floor = load_noise_floor(settings.noise_floor)
-            check_floor(floor, run)
+            check_floor(floor, base)
         except (NoiseFloorError, NoiseFloorMismatch) as exc:
             raise dg.Failure(str(exc)) from None
         return floor, settings.noise_floor
-    default = runs_dir / NOISE_FLOOR_FILE
-    if not default.is_file():
-        return None, "NOT CALIBRATED: no noise floor (materialize noise_floor over repeats)"
-    try:
-        floor = load_noise_floor(default)
-        check_floor(floor, run)
-    except (NoiseFloorError, NoiseFloorMismatch) as exc:
-        return None, f"NOT CALIBRATED: {default} not used: {exc}"
-    return floor, str(default)
+    return find_noise_floor(runs_dir, base, candidate)
 
 
 def comparison_metadata(c: Comparison, report: Path, run_report: Path) -> dict[str, Any]:
@@ -156,7 +163,7 @@ def run_comparison(
     candidate = (
         _load(comparison.candidate, runs_dir)
         if comparison.candidate
-        else _load(str(scored_run_dir(context.instance, runs_dir)), runs_dir)
+        else _load(str(scored_run_dir(context, runs_dir)), runs_dir)
     )
     run_report = write_run_report(candidate.path)
     if comparison.baseline == PREVIOUS:
@@ -192,7 +199,7 @@ def run_comparison(
                 "run_report": dg.MetadataValue.path(str(run_report)),
             }
         )
-    floor, floor_note = _noise_floor(comparison, runs_dir, candidate)
+    floor, floor_note = _noise_floor(comparison, runs_dir, base, candidate)
     result = compare(base, candidate, floor)
     if floor is not None:
         result = result.model_copy(update={"noise_floor": floor_note})
@@ -209,7 +216,9 @@ def run_comparison(
     description="Baseline and candidate share every comparability pin (else: refused).",
 )
 def run_comparison_pins_match(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-    event = context.instance.get_latest_materialization_event(dg.AssetKey("run_comparison"))
+    event = consumed_materialization(
+        context.instance, dg.AssetKey("run_comparison"), run_id_of(context)
+    )
     if event is None or event.asset_materialization is None:
         return dg.AssetCheckResult(passed=False, description="run_comparison not materialized")
     meta = event.asset_materialization.metadata
@@ -253,8 +262,9 @@ def floor_markdown(floor: NoiseFloor) -> str:
 @dg.asset(
     group_name=GROUP,
     deps=["scored_run"],
-    description="Noise floor per tier from repeat runs of one configuration "
-    "(noise_floor.json, used by run_comparison and `eval-pipeline compare`).",
+    description="Noise floor per tier from repeat runs of one configuration, stored per "
+    "configuration (noise_floors/<key>.json, found by run_comparison and `eval-pipeline "
+    "compare`).",
 )
 def noise_floor(
     context: dg.AssetExecutionContext,
@@ -266,8 +276,10 @@ def noise_floor(
     if calibration.runs:
         runs = [_load(ref, runs_dir) for ref in calibration.runs]
     else:
-        latest = _load(str(scored_run_dir(context.instance, runs_dir)), runs_dir)
-        runs = repeats_of(runs_dir, latest)
+        latest = _load(str(scored_run_dir(context, runs_dir)), runs_dir)
+        runs, skipped = independent_repeats_of(runs_dir, latest)
+        for line in skipped:
+            context.log.warning(f"not a fresh sample, left out: {line}")
         if len(runs) < 2:
             # Not an error on a first night: there is simply nothing to calibrate yet.
             reason = (
@@ -282,7 +294,7 @@ def noise_floor(
         floor = calibrate(runs)
     except CalibrationRefused as exc:
         raise dg.Failure(str(exc)) from None
-    path = save_noise_floor(floor, calibration.out or runs_dir / NOISE_FLOOR_FILE)
+    path = save_noise_floor(floor, calibration.out or floor_path_for(runs_dir, runs[0]))
     context.log.info(f"noise floor over {len(runs)} repeats: {path}")
     meta: dict[str, Any] = {
         "calibrated": True,

@@ -1,12 +1,14 @@
 """Graph stage assets: session_fixtures → injected_graph, with its checks.
 
 The graph lives in the graph server, so the asset returns a MaterializeResult (metadata only).
-Every asset that touches the instance sits in pool "graph_instance" (limit 1 in dagster.yaml):
-two runs never share it at once.
+Every asset that touches the instance sits in pool "graph_instance" (limit 1 in dagster.yaml)
+and holds the instance's lease (`graph_lease.py`): two chains never share it at once.
 """
 
 import dagster as dg
 
+from eval_pipeline.assets.artifacts import ARTIFACT_META, input_record, own_record, publish
+from eval_pipeline.assets.graph_lease import graph_check, graph_step
 from eval_pipeline.assets.resources import ProjectPaths
 from eval_pipeline.corpus.convert import FIXTURES_FILE
 from eval_pipeline.graph import checks
@@ -29,11 +31,24 @@ GRAPH_POOL = "graph_instance"
 def injected_graph(
     context: dg.AssetExecutionContext, graph: GraphStore, paths: ProjectPaths
 ) -> dg.MaterializeResult:
-    report = inject_fixtures(graph, paths.corpus_dir() / FIXTURES_FILE)
+    fixtures = input_record(context, "session_fixtures")
+    with graph_step(context, graph, "injected_graph"):
+        report = inject_fixtures(graph, fixtures.file(FIXTURES_FILE))
     context.log.info(
         f"injected {report.counts.sessions} sessions, {report.counts.turns} turns into "
         f"{report.backend} at {report.uri} in {report.timings_s['total']:.1f} s"
     )
+    with publish(
+        paths.root(), "injected_graph", context.run.run_id, {"session_fixtures": fixtures}
+    ) as pub:
+        pub.facts.update(
+            fingerprint=report.fingerprint,
+            schema_version=report.schema_version,
+            backend=report.backend,
+            server_version=report.server_version,
+            counts=report.counts.model_dump(),
+            seconds=report.timings_s.get("total"),
+        )
     return dg.MaterializeResult(
         metadata={
             **{k: dg.MetadataValue.int(v) for k, v in report.counts.model_dump().items()},
@@ -48,8 +63,14 @@ def injected_graph(
             "batches": dg.MetadataValue.int(report.batches),
             "turns_per_s": dg.MetadataValue.float(round(report.turns_per_s, 1)),
             "timings_s": dg.MetadataValue.json(report.timings_s),
+            ARTIFACT_META: dg.MetadataValue.path(str(pub.final)),
         }
     )
+
+
+def _checked_fixtures(context: dg.AssetCheckExecutionContext):
+    """The fixtures file the checked injected_graph materialization was built from."""
+    return own_record(context, "injected_graph").inputs["session_fixtures"].file(FIXTURES_FILE)
 
 
 @dg.asset_check(
@@ -58,12 +79,16 @@ def injected_graph(
     pool=GRAPH_POOL,
     description="Node and relationship counts equal what the fixtures imply.",
 )
-def injected_graph_counts(graph: GraphStore, paths: ProjectPaths) -> dg.AssetCheckResult:
+def injected_graph_counts(
+    context: dg.AssetCheckExecutionContext, graph: GraphStore
+) -> dg.AssetCheckResult:
     # The check may run again after reconciliation: the reconciler's documented labels and
     # relationship types are expected then, anything else is still stray.
+    fixtures = _checked_fixtures(context)
+    graph_check(context, graph)
     problems, expected = checks.counts_report(
         graph,
-        paths.corpus_dir() / FIXTURES_FILE,
+        fixtures,
         extra_labels=reconcile_schema.NODE_LABELS,
         extra_types=reconcile_schema.RELATIONSHIP_TYPES,
     )
@@ -83,7 +108,10 @@ def injected_graph_counts(graph: GraphStore, paths: ProjectPaths) -> dg.AssetChe
     description="No evidence label or property (has_answer, holds_evidence, answer session "
     "ids) anywhere in the graph.",
 )
-def injected_graph_no_evidence(graph: GraphStore) -> dg.AssetCheckResult:
+def injected_graph_no_evidence(
+    context: dg.AssetCheckExecutionContext, graph: GraphStore
+) -> dg.AssetCheckResult:
+    graph_check(context, graph)
     found = checks.evidence_markers(graph)
     return dg.AssetCheckResult(
         passed=not found,
@@ -97,8 +125,12 @@ def injected_graph_no_evidence(graph: GraphStore) -> dg.AssetCheckResult:
     pool=GRAPH_POOL,
     description="The graph was built from the current fixtures (fingerprint).",
 )
-def injected_graph_fingerprint(graph: GraphStore, paths: ProjectPaths) -> dg.AssetCheckResult:
-    matches, details = checks.fingerprint_report(graph, paths.corpus_dir() / FIXTURES_FILE)
+def injected_graph_fingerprint(
+    context: dg.AssetCheckExecutionContext, graph: GraphStore
+) -> dg.AssetCheckResult:
+    fixtures = _checked_fixtures(context)
+    graph_check(context, graph)
+    matches, details = checks.fingerprint_report(graph, fixtures)
     return dg.AssetCheckResult(
         passed=matches,
         metadata={k: dg.MetadataValue.text(str(v)) for k, v in details.items()},

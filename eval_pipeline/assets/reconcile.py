@@ -1,9 +1,11 @@
-"""Reconciliation stage asset: reconciled_graph, and its completeness check.
+"""Reconciliation stage asset: reconciled_graph, its completeness and currency checks.
 
 `reconciled_graph` runs the configured reconciler over the injected graph's sessions that are
-not yet `done` (all of them with `redo`), writes what it distils into the same graph, and
-reports how much of the graph it managed to distil. The data lives in the graph, so the asset
-returns a MaterializeResult (metadata only).
+not yet `done` under the same reconciler pins (all of them with `redo`): memory another
+reconciler, version or config made is redone, never kept under this one's name. It writes
+what it distils into the same graph, and reports how much of the graph it managed to distil.
+The data lives in the graph; the asset returns a MaterializeResult and publishes a run-scoped
+record of its pins (`artifacts.py`).
 
 Wiring (in definitions.py): resources `graph` (GraphStore) and `reconcile` (ReconcilerSettings);
 assets RECONCILE_ASSETS, checks RECONCILE_CHECKS.
@@ -16,7 +18,10 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from eval_pipeline.assets.resources import json_options
+from eval_pipeline.assets.artifacts import ARTIFACT_META, input_record, own_record, publish
+from eval_pipeline.assets.graph_lease import graph_check, graph_step
+from eval_pipeline.assets.resources import ProjectPaths, json_options
+from eval_pipeline.graph.checks import graph_holds
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMConfigError, LLMLayer, LLMSettings
 from eval_pipeline.reconcile import schema
@@ -58,6 +63,11 @@ class ReconcilerSettings(dg.ConfigurableResource):
     )
     llm_concurrency: int = Field(default=8, ge=1, description="the reconciler role's limit")
     llm_cache_path: str | None = Field(default=None, description="default: state dir")
+    sample_identity: str | None = Field(
+        default=None,
+        description="a repeat's sample identity (run --repeat with reconciliation): part of "
+        "the LLM cache key and of the reconciler pins, so each repeat reconciles afresh",
+    )
 
     def options(self) -> dict[str, Any]:
         return json_options(self.config, "reconciler config")
@@ -69,6 +79,8 @@ class ReconcilerSettings(dg.ConfigurableResource):
         extra: dict[str, Any] = {}
         if self.llm_cache_path:
             extra["cache_path"] = Path(self.llm_cache_path)
+        if self.sample_identity:
+            extra["sample_identity"] = self.sample_identity
         try:
             settings = LLMSettings.from_specs(
                 {"reconciler": self.llm},
@@ -115,12 +127,19 @@ def failures_table(report: ReconcileReport) -> dg.MetadataValue:
     return _md_table(["session_id", "reason"], rows)
 
 
+def report_pins(report: ReconcileReport) -> dict[str, Any]:
+    return {
+        **report.reconciler,
+        "reconcile_schema_version": schema.RECONCILE_SCHEMA_VERSION,
+        "pins_key": report.pins_key,
+    }
+
+
 def report_metadata(report: ReconcileReport, threshold: float) -> dict[str, Any]:
-    pins = {**report.reconciler, "reconcile_schema_version": schema.RECONCILE_SCHEMA_VERSION}
     metadata: dict[str, Any] = {
         "reconciler": str(report.reconciler.get("name")),
         "reconciler_version": str(report.reconciler.get("version")),
-        "pins": dg.MetadataValue.json(pins),
+        "pins": dg.MetadataValue.json(report_pins(report)),
         "completeness": dg.MetadataValue.float(report.completeness),
         "completeness_threshold": dg.MetadataValue.float(threshold),
         "sessions_total": report.total_sessions,
@@ -128,6 +147,7 @@ def report_metadata(report: ReconcileReport, threshold: float) -> dict[str, Any]
         "sessions_done_this_run": report.done,
         "sessions_failed_this_run": report.failed,
         "sessions_skipped_done": report.skipped_done,
+        "sessions_redone_other_pins": report.redone_foreign,
         "redo": report.redo,
         "concurrency": report.concurrency,
         "status": dg.MetadataValue.json(report.status_after),
@@ -157,14 +177,36 @@ def report_metadata(report: ReconcileReport, threshold: float) -> dict[str, Any]
     description="Memory formed over the injected graph by the configured reconciler.",
 )
 def reconciled_graph(
-    context: dg.AssetExecutionContext, graph: GraphStore, reconcile: ReconcilerSettings
+    context: dg.AssetExecutionContext,
+    graph: GraphStore,
+    reconcile: ReconcilerSettings,
+    paths: ProjectPaths,
 ) -> dg.MaterializeResult:
+    injected = input_record(context, "injected_graph")
     llm = reconcile.llm_layer()
     try:
-        return _reconcile(context, graph, reconcile, llm)
+        with graph_step(context, graph, "reconciled_graph"):
+            report = _reconcile(context, graph, reconcile, llm)
+            current, why = graph_holds(graph, injected.facts["fingerprint"])
     finally:
         if llm is not None:
             llm.close()
+    with publish(
+        paths.root(), "reconciled_graph", context.run.run_id, {"injected_graph": injected}
+    ) as pub:
+        pub.facts.update(
+            pins=report_pins(report),
+            completeness=report.completeness,
+            status=report.status_after,
+            llm_usage=report.llm_usage,
+            graph_current=current,
+            graph_current_reason=why,
+            seconds=report.timings.get("total_s"),
+        )
+    metadata = report_metadata(report, reconcile.completeness_threshold)
+    metadata[ARTIFACT_META] = dg.MetadataValue.path(str(pub.final))
+    metadata["graph_current"] = current
+    return dg.MaterializeResult(metadata=metadata)
 
 
 def _reconcile(
@@ -172,7 +214,7 @@ def _reconcile(
     graph: GraphStore,
     reconcile: ReconcilerSettings,
     llm: LLMLayer | None,
-) -> dg.MaterializeResult:
+) -> ReconcileReport:
     reconciler = reconcile.build(llm)
     concurrency = reconcile.concurrency_for(reconciler)
     pins = pins_of(reconciler)
@@ -180,7 +222,6 @@ def _reconcile(
         f"reconciler {pins['name']} v{pins['version']} ({pins['class']}), "
         f"concurrency {concurrency}, redo={reconcile.redo}"
     )
-    graph.ensure_running()
     last_log = [time.perf_counter()]
     every = [1]
 
@@ -196,18 +237,25 @@ def _reconcile(
                 f"{p.done} done, {p.failed} failed"
             )
 
+    extra = {"sample_identity": reconcile.sample_identity} if reconcile.sample_identity else None
     report = reconcile_pending(
-        graph, reconciler, concurrency=concurrency, redo=reconcile.redo, progress=progress
+        graph,
+        reconciler,
+        concurrency=concurrency,
+        redo=reconcile.redo,
+        progress=progress,
+        extra_pins=extra,
     )
     context.log.info(
-        f"{report.done} done, {report.failed} failed, {report.skipped_done} already done; "
+        f"{report.done} done, {report.failed} failed, {report.skipped_done} already done, "
+        f"{report.redone_foreign} redone (made under other pins); "
         f"completeness {report.completeness:.3f} of {report.total_sessions} sessions"
     )
     for failure in report.failures[:5]:
         context.log.warning(f"session {failure.session_id} failed: {failure.reason}")
     for problem in report.index_problems:
         context.log.warning(f"index not created: {problem}")
-    return dg.MaterializeResult(metadata=report_metadata(report, reconcile.completeness_threshold))
+    return report
 
 
 @dg.asset_check(
@@ -215,7 +263,10 @@ def _reconcile(
     pool=GRAPH_POOL,
     description="Warns when fewer sessions than the threshold were reconciled.",
 )
-def reconcile_completeness(graph: GraphStore, reconcile: ReconcilerSettings) -> dg.AssetCheckResult:
+def reconcile_completeness(
+    context: dg.AssetCheckExecutionContext, graph: GraphStore, reconcile: ReconcilerSettings
+) -> dg.AssetCheckResult:
+    graph_check(context, graph)
     counts = status_counts(read_statuses(graph))
     total = sum(counts.values())
     done = counts.get(schema.DONE, 0)
@@ -237,5 +288,20 @@ def reconcile_completeness(graph: GraphStore, reconcile: ReconcilerSettings) -> 
     )
 
 
+@dg.asset_check(
+    asset=ASSET_KEY,
+    blocking=True,
+    description="The graph still holds the fixtures this reconciliation was built on "
+    "(nothing downstream reads a graph another injection replaced).",
+)
+def reconciled_graph_is_current(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+    record = own_record(context, "reconciled_graph")
+    current = bool(record.facts.get("graph_current"))
+    return dg.AssetCheckResult(
+        passed=current,
+        description=None if current else str(record.facts.get("graph_current_reason")),
+    )
+
+
 RECONCILE_ASSETS = [reconciled_graph]
-RECONCILE_CHECKS = [reconcile_completeness]
+RECONCILE_CHECKS = [reconcile_completeness, reconciled_graph_is_current]

@@ -23,15 +23,13 @@ def json_options(text: str | None, what: str) -> dict[str, Any]:
 
 
 class ProjectPaths(dg.ConfigurableResource):
-    """Directories of the pipeline's state; assets exchange files through them."""
+    """Directories of the pipeline's state: run-scoped artifacts under `artifacts/`
+    (`assets/artifacts.py`), run bundles under `runs/`."""
 
     state_dir: str | None = None
 
     def root(self) -> Path:
         return Path(self.state_dir).expanduser().resolve() if self.state_dir else state_dir()
-
-    def corpus_dir(self) -> Path:
-        return self.root() / "corpus"
 
     def runs_dir(self) -> Path:
         return self.root() / "runs"
@@ -42,7 +40,7 @@ class CorpusSettings(dg.ConfigurableResource):
 
     source: str = "sample"  # sample | path | huggingface
     path: str | None = None
-    variant: str = "s"
+    variant: str | None = None  # what the user says; else a pinned sha256 identifies it
     revision: str = HF_REVISION
     sha256: str | None = None
     cache_dir: str | None = None

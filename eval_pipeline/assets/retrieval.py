@@ -1,10 +1,14 @@
-"""Retrieval stage asset: retrieval_results, and the check that retrieval wrote nothing.
+"""Retrieval stage asset: retrieval_results, and its checks.
 
-`retrieval_results` reads goldens.jsonl and the reconciled graph, retrieves and answers every
-question with the configured retriever and reader, and writes `retrieval/retrieval_results.jsonl`
-(one `QuestionRetrieval` per line) plus a manifest with the pins, atomically. The graph's
-content fingerprint is computed before and after and recorded in the metadata; the blocking
-check compares them, so nothing downstream scores a run whose retrieval changed the graph.
+`retrieval_results` reads the goldens and the reconciled graph this run consumes, retrieves and
+answers every question with the configured retriever and reader, and publishes
+`retrieval_results.jsonl` (one `QuestionRetrieval` per line) in its run-scoped artifact, with a
+record of the pins, of what the graph held (injection and memory census) and of the questions
+left unscored by infrastructure failures.
+
+Checks: the graph is the one built from this run's goldens and fixtures (blocking: else
+nothing is retrieved); the graph's content fingerprint is the same before and after (blocking);
+no question was left unscored by the pipeline's own infrastructure (not blocking, see below).
 """
 
 import math
@@ -16,11 +20,21 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from eval_pipeline.assets.artifacts import (
+    ARTIFACT_META,
+    StageRecord,
+    input_record,
+    own_record,
+    publish,
+)
+from eval_pipeline.assets.graph_lease import graph_step
 from eval_pipeline.assets.resources import ProjectPaths, json_options
 from eval_pipeline.corpus.convert import GOLDENS_FILE
-from eval_pipeline.corpus.jsonl import read_jsonl, staged_outputs, write_json, write_jsonl
+from eval_pipeline.corpus.jsonl import read_jsonl, write_jsonl
+from eval_pipeline.graph.checks import graph_holds, read_graph_fingerprint
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMConfigError, LLMLayer, LLMSettings
+from eval_pipeline.reconcile.reader import memory_census
 from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.protocol import (
     SCOPES,
@@ -41,7 +55,6 @@ from eval_pipeline.score.tokens import PayloadTokenizer
 
 GROUP = "retrieval"
 RESULTS_FILE = "retrieval_results.jsonl"
-MANIFEST_FILE = "retrieval_manifest.json"
 ASSET_KEY = dg.AssetKey("retrieval_results")
 FINGERPRINT_BEFORE = "graph_fingerprint_before"
 FINGERPRINT_AFTER = "graph_fingerprint_after"
@@ -72,6 +85,11 @@ class RetrievalSettings(dg.ConfigurableResource):
     query_timeout_s: float = Field(default=10.0, gt=0)
     max_rows: int = Field(default=500, ge=1, description="row cap of one agent query")
     llm_cache_path: str | None = Field(default=None, description="default: state dir")
+    sample_identity: str | None = Field(
+        default=None,
+        description="a repeat's sample identity (run --repeat): part of the LLM cache key, so "
+        "each repeat is a fresh sample that a re-run of the same repeat reproduces",
+    )
 
     def checked_scope(self) -> str:
         if self.scope not in SCOPES:
@@ -101,6 +119,8 @@ class RetrievalSettings(dg.ConfigurableResource):
         extra: dict[str, Any] = {}
         if self.llm_cache_path:
             extra["cache_path"] = Path(self.llm_cache_path)
+        if self.sample_identity:
+            extra["sample_identity"] = self.sample_identity
         try:
             return LLMLayer(LLMSettings.from_specs(specs, **extra))
         except LLMConfigError as exc:
@@ -121,7 +141,9 @@ class _Summary:
 
     def __init__(self) -> None:
         self.questions = 0
-        self.failed: list[str] = []  # retrieval raised
+        self.failed: list[str] = []  # retrieval raised: the system's own failure (a miss)
+        self.unscored: list[str] = []  # the pipeline's own failure: unscored
+        self.causes: dict[str, int] = {}
         self.with_errors = 0  # any error, retrieval or reader
         self.no_answer = 0
         self.empty = 0
@@ -134,6 +156,10 @@ class _Summary:
         self.questions += 1
         if any(e.startswith("retrieval: ") for e in r.errors):
             self.failed.append(r.question_id)
+        if r.infra_failures:
+            self.unscored.append(r.question_id)
+            for cause in {f.cause for f in r.infra_failures}:
+                self.causes[cause] = self.causes.get(cause, 0) + 1
         self.with_errors += bool(r.errors)
         self.no_answer += r.answer is None
         self.empty += not r.items
@@ -159,6 +185,44 @@ def _ms(value: float | None) -> float | None:
     return None if value is None else round(value, 2)
 
 
+def graph_alive(graph: GraphStore) -> bool:
+    """Does the graph server answer a trivial read now? (Tells a server that went away from
+    a failing query of the system's own.)"""
+    try:
+        graph.read("RETURN 1 AS ok", timeout_s=5)
+    except Exception:  # noqa: BLE001 - any failure to answer means "not alive"
+        return False
+    return True
+
+
+def graph_currency(
+    graph: GraphStore, goldens: StageRecord, fixtures: StageRecord, reconciled: StageRecord
+) -> tuple[bool, str]:
+    """(current, why): the fixtures were built from these goldens, the reconciled graph was
+    injected from these fixtures, and the graph still holds that injection. Compared by
+    content digests, so re-materializing identical files does not count as a change."""
+    built_from = fixtures.inputs.get("goldens")
+    if built_from is None or built_from.facts.get("goldens_sha256") != goldens.facts.get(
+        "goldens_sha256"
+    ):
+        return False, (
+            "session_fixtures were not built from the current goldens: materialize "
+            "session_fixtures and injected_graph again"
+        )
+    injected = reconciled.find("injected_graph")
+    injected_from = injected.inputs.get("session_fixtures") if injected else None
+    if (
+        injected is None
+        or injected_from is None
+        or injected_from.facts.get("fixtures_sha256") != fixtures.facts.get("fixtures_sha256")
+    ):
+        return False, (
+            "the reconciled graph was not built from the current session_fixtures: "
+            "materialize injected_graph and reconciled_graph again"
+        )
+    return graph_holds(graph, injected.facts["fingerprint"])
+
+
 @dg.asset(
     key=ASSET_KEY,
     group_name=GROUP,
@@ -173,49 +237,70 @@ def retrieval_results(
     retrieval: RetrievalSettings,
 ) -> dg.MaterializeResult:
     scope = retrieval.checked_scope()
-    questions = questions_from_goldens(read_jsonl(paths.corpus_dir() / GOLDENS_FILE))
-    graph.ensure_running()
-    before = graph_state(graph)
-    context.log.info(
-        f"graph before retrieval: {before.nodes} nodes, {before.relationships} relationships, "
-        f"{before.fingerprint} ({before.seconds:.1f} s)"
-    )
+    inputs = {
+        "goldens": input_record(context, "goldens"),
+        "session_fixtures": input_record(context, "session_fixtures"),
+        "reconciled_graph": input_record(context, "reconciled_graph"),
+    }
+    questions = questions_from_goldens(read_jsonl(inputs["goldens"].file(GOLDENS_FILE)))
     tokenizer = PayloadTokenizer()
-    llm = retrieval.llm_layer()
-    try:
-        env = RetrievalEnv(
-            store=graph,
-            backend=graph.dialect.name,
-            llm=llm,
-            tokenizer=tokenizer,
-            query_timeout_s=retrieval.query_timeout_s,
-            max_rows=retrieval.max_rows,
+    summary = _Summary()
+    with (
+        graph_step(context, graph, "retrieval_results"),
+        publish(paths.root(), "retrieval_results", context.run.run_id, inputs) as pub,
+    ):
+        current, why = graph_currency(graph, *inputs.values())
+        if not current:
+            # Nothing is retrieved from a graph that is not this run's: the blocking check
+            # says why, and nothing downstream scores it.
+            context.log.error(f"not retrieving: {why}")
+            write_jsonl(pub.stage / RESULTS_FILE, [])
+            pub.facts.update(graph_current=False, graph_current_reason=why)
+            return dg.MaterializeResult(
+                metadata={
+                    "graph_current": False,
+                    "graph_current_reason": dg.MetadataValue.text(why),
+                    ARTIFACT_META: dg.MetadataValue.path(str(pub.final)),
+                }
+            )
+        before = graph_state(graph)
+        context.log.info(
+            f"graph before retrieval: {before.nodes} nodes, {before.relationships} "
+            f"relationships, {before.fingerprint} ({before.seconds:.1f} s)"
         )
-        retriever, reader = retrieval.build(env, llm)
-        runner = RetrievalRunner(
-            retriever,
-            reader,
-            scope=scope,  # type: ignore[arg-type]
-            top_k=retrieval.top_k,
-            count_tokens=tokenizer.count_context,
-        )
-        summary = _Summary()
-        every = max(1, len(questions) // 20)
-        started = time.perf_counter()
+        llm = retrieval.llm_layer()
+        try:
+            env = RetrievalEnv(
+                store=graph,
+                backend=graph.dialect.name,
+                llm=llm,
+                tokenizer=tokenizer,
+                query_timeout_s=retrieval.query_timeout_s,
+                max_rows=retrieval.max_rows,
+            )
+            retriever, reader = retrieval.build(env, llm)
+            runner = RetrievalRunner(
+                retriever,
+                reader,
+                scope=scope,  # type: ignore[arg-type]
+                top_k=retrieval.top_k,
+                count_tokens=tokenizer.count_context,
+                graph_alive=lambda: graph_alive(graph),
+            )
+            every = max(1, len(questions) // 20)
+            started = time.perf_counter()
 
-        def progress(done: int, total: int, result: QuestionRetrieval) -> None:
-            summary.add(result)
-            if done % every == 0 or done == total:
-                rate = done / max(time.perf_counter() - started, 1e-9)
-                context.log.info(
-                    f"retrieval {done}/{total} ({rate:.1f} q/s), "
-                    f"{len(summary.failed)} failed so far"
-                )
+            def progress(done: int, total: int, result: QuestionRetrieval) -> None:
+                summary.add(result)
+                if done % every == 0 or done == total:
+                    rate = done / max(time.perf_counter() - started, 1e-9)
+                    context.log.info(
+                        f"retrieval {done}/{total} ({rate:.1f} q/s), "
+                        f"{len(summary.failed)} failed, {len(summary.unscored)} unscored so far"
+                    )
 
-        out_dir = paths.root() / "retrieval"
-        with staged_outputs(out_dir, [RESULTS_FILE, MANIFEST_FILE]) as stage:
             write_jsonl(
-                stage / RESULTS_FILE,
+                pub.stage / RESULTS_FILE,
                 (r.model_dump(mode="json") for r in runner.run(questions, progress)),
             )
             wall_s = time.perf_counter() - started
@@ -231,29 +316,48 @@ def retrieval_results(
                 "llm": llm.pins() if llm is not None else None,
             }
             usage = llm.snapshot().to_metadata() if llm is not None else None
-            write_json(
-                stage / MANIFEST_FILE,
-                {
-                    "pins": pins,
-                    "questions": summary.questions,
-                    "failed": summary.failed,
-                    "graph_before": before.model_dump(),
-                    "graph_after": after.model_dump(),
-                    "llm_usage": usage,
-                },
-            )
-    finally:
-        if llm is not None:
-            llm.close()
+        finally:
+            if llm is not None:
+                llm.close()
+        injection = read_graph_fingerprint(graph) or {}
+        pub.facts.update(
+            graph_current=True,
+            graph_current_reason=why,
+            pins=pins,
+            # What the graph retrieval read actually held: the manifest pins this.
+            graph={
+                "backend": graph.dialect.name,
+                "server_version": graph.server_version(),
+                "schema_version": injection.get("schema_version"),
+                "fingerprint": injection.get("fingerprint"),
+                "injected_at": injection.get("injected_at"),
+            },
+            memory=memory_census(graph),
+            questions=summary.questions,
+            failed=summary.failed,
+            unscored=summary.unscored,
+            unscored_by_cause=summary.causes,
+            graph_before=before.model_dump(),
+            graph_after=after.model_dump(),
+            llm_usage=usage,
+            seconds=round(wall_s, 3),
+        )
 
     if before.fingerprint != after.fingerprint:
         context.log.error(
             f"the graph changed during retrieval: {before.fingerprint} -> {after.fingerprint}"
         )
+    if summary.unscored:
+        context.log.error(
+            f"{len(summary.unscored)} question(s) unscored by infrastructure failures "
+            f"({summary.causes}): the run is incomplete"
+        )
     tokens_median = statistics.median(summary.tokens) if summary.tokens else None
     metadata: dict[str, Any] = {
         "questions": summary.questions,
         "retrieval_failed": len(summary.failed),
+        "unscored_infrastructure": len(summary.unscored),
+        "unscored_by_cause": dg.MetadataValue.json(summary.causes),
         "questions_with_errors": summary.with_errors,
         "no_answer": summary.no_answer,
         "empty_retrieval": summary.empty,
@@ -268,11 +372,14 @@ def retrieval_results(
         "reader": reader.label,
         "pins": dg.MetadataValue.json(pins),
         "first_failed": dg.MetadataValue.json(summary.failed[:20]),
+        "first_unscored": dg.MetadataValue.json(summary.unscored[:20]),
+        "graph_current": True,
         FINGERPRINT_BEFORE: before.fingerprint,
         FINGERPRINT_AFTER: after.fingerprint,
         "graph_nodes": after.nodes,
         "graph_relationships": after.relationships,
-        "path": dg.MetadataValue.path(str(out_dir / RESULTS_FILE)),
+        "path": dg.MetadataValue.path(str(pub.final / RESULTS_FILE)),
+        ARTIFACT_META: dg.MetadataValue.path(str(pub.final)),
     }
     if usage is not None:
         metadata["llm_usage"] = dg.MetadataValue.json(usage)
@@ -287,15 +394,11 @@ def retrieval_results(
 def retrieval_left_graph_unchanged(
     context: dg.AssetCheckExecutionContext,
 ) -> dg.AssetCheckResult:
-    event = context.instance.get_latest_materialization_event(ASSET_KEY)
-    materialization = event.asset_materialization if event is not None else None
-    meta = materialization.metadata if materialization is not None else {}
-    if FINGERPRINT_BEFORE not in meta or FINGERPRINT_AFTER not in meta:
-        return dg.AssetCheckResult(
-            passed=False, description="no fingerprints recorded by retrieval_results"
-        )
-    before = meta[FINGERPRINT_BEFORE].value
-    after = meta[FINGERPRINT_AFTER].value
+    facts = own_record(context, "retrieval_results").facts
+    if not facts.get("graph_current"):
+        return dg.AssetCheckResult(passed=False, description="nothing was retrieved")
+    before = facts["graph_before"]["fingerprint"]
+    after = facts["graph_after"]["fingerprint"]
     return dg.AssetCheckResult(
         passed=before == after,
         description=None if before == after else "the graph changed while retrieval ran",
@@ -303,6 +406,53 @@ def retrieval_left_graph_unchanged(
     )
 
 
+@dg.asset_check(
+    asset=ASSET_KEY,
+    blocking=True,
+    description="Retrieval read the graph built from this run's goldens and fixtures.",
+)
+def retrieval_graph_is_current(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+    facts = own_record(context, "retrieval_results").facts
+    current = bool(facts.get("graph_current"))
+    return dg.AssetCheckResult(
+        passed=current,
+        description=None if current else str(facts.get("graph_current_reason")),
+        metadata={"reason": dg.MetadataValue.text(str(facts.get("graph_current_reason")))},
+    )
+
+
+# Not blocking: the questions that were measured still get scored and the bundle is written,
+# marked incomplete; scored_run's blocking check `scored_run_complete` then stops the
+# comparison and calibration downstream.
+@dg.asset_check(
+    asset=ASSET_KEY,
+    description="No question was left unscored by an infrastructure failure (graph server, "
+    "LLM cache, model provider).",
+)
+def retrieval_infrastructure_ok(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+    facts = own_record(context, "retrieval_results").facts
+    unscored = facts.get("unscored") or []
+    causes = facts.get("unscored_by_cause") or {}
+    return dg.AssetCheckResult(
+        passed=not unscored,
+        description=(
+            None
+            if not unscored
+            else f"{len(unscored)} question(s) unscored by infrastructure failures: "
+            + ", ".join(f"{k} {v}" for k, v in causes.items())
+        ),
+        metadata={
+            "unscored": len(unscored),
+            "by_cause": dg.MetadataValue.json(causes),
+            "first_unscored": dg.MetadataValue.json(unscored[:20]),
+        },
+    )
+
+
 RETRIEVAL_ASSETS = [retrieval_results]
-RETRIEVAL_CHECKS = [retrieval_left_graph_unchanged]
+RETRIEVAL_CHECKS = [
+    retrieval_left_graph_unchanged,
+    retrieval_graph_is_current,
+    retrieval_infrastructure_ok,
+]
 RETRIEVAL_RESOURCES = {"retrieval": RetrievalSettings()}

@@ -1,9 +1,12 @@
 """Scoring stage asset: scored_run, one run bundle per materialization.
 
-It reads goldens and retrieval results, scores every question (deterministic metrics always,
-judged metrics when a judge model is configured), aggregates per tier and writes the bundle.
-Pins and timings of the upstream stages are collected from their latest materializations,
-so the manifest says exactly what produced the numbers.
+It reads the retrieval results this run consumes (this run's materialization, else the
+latest) and, through the record chain of that artifact, the goldens, fixtures and graph they
+came from; scores every question (deterministic metrics always, judged metrics when a judge
+model is configured), aggregates per tier and writes the bundle. Every pin and count in the
+manifest comes from that chain of records and from what retrieval read in the graph, never
+from whatever is latest on the instance. A question left unscored by an infrastructure
+failure makes the bundle `incomplete`; the blocking check `scored_run_complete` then fails.
 """
 
 import json
@@ -17,6 +20,12 @@ import dagster as dg
 from pydantic import Field
 
 from eval_pipeline import __version__
+from eval_pipeline.assets.artifacts import (
+    ARTIFACT_ASSETS,
+    StageRecord,
+    input_record,
+    materialization_metadata,
+)
 from eval_pipeline.assets.resources import ProjectPaths
 from eval_pipeline.corpus.convert import GOLDENS_FILE, MANIFEST_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl
@@ -24,7 +33,7 @@ from eval_pipeline.llm import LLMLayer, LLMSettings, ensure_no_confident_upload
 from eval_pipeline.retrieve.results import QuestionRetrieval
 from eval_pipeline.runs.bundle import write_bundle
 from eval_pipeline.score.judges import judge_batch, offline_judge_results, prompt_hash
-from eval_pipeline.score.scorer import score_question
+from eval_pipeline.score.scorer import retrieval_unmeasured, score_question
 from eval_pipeline.score.summary import summarize, summary_markdown
 from eval_pipeline.score.tokens import PayloadTokenizer
 from eval_pipeline.settings import REPO_DIR
@@ -36,17 +45,8 @@ from eval_pipeline.tier2.metrics import (
 from eval_pipeline.tier2.panels import tier2_panels, tier2_panels_markdown
 
 GROUP = "score"
-RETRIEVAL_DIR = "retrieval"
-RETRIEVAL_RESULTS = "retrieval_results.jsonl"
-RETRIEVAL_MANIFEST = "retrieval_manifest.json"
-STAGES = (
-    "longmemeval_upstream",
-    "goldens",
-    "session_fixtures",
-    "injected_graph",
-    "reconciled_graph",
-    "retrieval_results",
-)
+RESULTS_FILE = "retrieval_results.jsonl"
+STAGES = ARTIFACT_ASSETS  # the stages a bundle's numbers come from, in chain order
 
 
 class ScoringSettings(dg.ConfigurableResource):
@@ -59,11 +59,38 @@ class ScoringSettings(dg.ConfigurableResource):
     runs_dir: str | None = Field(default=None, description="default: <state dir>/runs")
     label: str | None = None
     llm_cache_path: str | None = Field(default=None, description="default: state dir")
+    # Repeats (`eval-pipeline run --repeat N`): repeat k of N draws sample "<salt>/<k>".
+    repeat_index: int | None = Field(default=None, ge=1)
+    repeats: int | None = Field(default=None, ge=1)
+    repeat_salt: str | None = None
+    repeat_includes_reconcile: bool = False
+
+    @property
+    def sample_identity(self) -> str | None:
+        if self.repeat_index is None or not self.repeat_salt:
+            return None
+        return f"{self.repeat_salt}/{self.repeat_index}"
+
+    def repeat_record(self) -> dict[str, Any] | None:
+        """`manifest["repeat"]`: which sample of a repeated configuration this run is."""
+        if self.sample_identity is None:
+            return None
+        return {
+            "index": self.repeat_index,
+            "of": self.repeats,
+            "salt": self.repeat_salt,
+            "sample_identity": self.sample_identity,
+            "includes_reconcile": self.repeat_includes_reconcile,
+        }
 
     def llm_layer(self) -> LLMLayer | None:
         if self.judge == "offline":
             return None
-        extra = {"cache_path": Path(self.llm_cache_path)} if self.llm_cache_path else {}
+        extra: dict[str, Any] = {}
+        if self.llm_cache_path:
+            extra["cache_path"] = Path(self.llm_cache_path)
+        if self.sample_identity:
+            extra["sample_identity"] = self.sample_identity
         return LLMLayer(LLMSettings.from_specs({"judge": self.judge}, **extra))
 
 
@@ -82,35 +109,51 @@ def code_version() -> str:
     return f"{__version__}+{commit}" if commit else __version__
 
 
-def _json_value(value: Any) -> Any:
-    data = getattr(value, "value", value)
-    try:
-        json.dumps(data)
-    except TypeError:
-        return str(data)
-    return data
-
-
-def stage_records(instance: dg.DagsterInstance) -> dict[str, dict[str, Any]]:
-    """Per upstream stage: its latest materialization's metadata and how long its step took."""
+def stage_records(
+    instance: dg.DagsterInstance, retrieval: StageRecord
+) -> dict[str, dict[str, Any]]:
+    """Per stage this run's scores come from, following the records retrieval consumed (never
+    the latest materializations on the instance): its Dagster run and how long its step took."""
     out: dict[str, dict[str, Any]] = {}
     for key in STAGES:
-        event = instance.get_latest_materialization_event(dg.AssetKey(key))
-        if event is None or event.asset_materialization is None:
+        record = retrieval.find(key)
+        if record is None:
             out[key] = {"materialized": False}
             continue
-        meta = {k: _json_value(v) for k, v in event.asset_materialization.metadata.items()}
         seconds = None
-        stats = instance.get_run_step_stats(event.run_id, step_keys=[key])
+        stats = instance.get_run_step_stats(record.run_id, step_keys=[key])
         if stats and stats[0].end_time and stats[0].start_time:
             seconds = round(stats[0].end_time - stats[0].start_time, 3)
-        out[key] = {"run_id": event.run_id, "seconds": seconds, "metadata": meta}
+        out[key] = {"run_id": record.run_id, "seconds": seconds, "artifact": record.dir}
     return out
+
+
+def memory_pins(memory: dict[str, Any]) -> dict[str, Any] | None:
+    """The reconciler pins of the memory the graph held when retrieval read it: one
+    configuration's pins, or `{"mixed": ...}` when sessions came from several (or none)."""
+    configs = memory.get("configurations") or []
+    if len(configs) == 1 and configs[0].get("pins") is not None and not memory.get("pending"):
+        c = configs[0]
+        return {**c["pins"], "pins_key": c["pins_key"], "sessions_failed": c["failed"]}
+    if not configs:
+        return None
+    return {
+        "mixed": [
+            {
+                "pins_key": c["pins_key"],
+                "name": (c.get("pins") or {}).get("name"),
+                "done": c["done"],
+                "failed": c["failed"],
+            }
+            for c in configs
+        ],
+        "pending": memory.get("pending", 0),
+    }
 
 
 def build_manifest(
     corpus_manifest: dict,
-    retrieval_manifest: dict,
+    retrieval: StageRecord,
     stages: dict,
     scoring: ScoringSettings,
     tokenizer: PayloadTokenizer,
@@ -118,9 +161,10 @@ def build_manifest(
     started: datetime,
     ended: datetime,
 ) -> dict[str, Any]:
-    graph_meta = stages.get("injected_graph", {}).get("metadata", {})
-    reconcile_meta = stages.get("reconciled_graph", {}).get("metadata", {})
-    retrieval_pins = retrieval_manifest.get("pins", {})
+    facts = retrieval.facts
+    retrieval_pins = facts.get("pins", {})
+    reconciled = retrieval.find("reconciled_graph")
+    memory = facts.get("memory") or {}
     return {
         "pins": {
             "corpus": {
@@ -133,11 +177,12 @@ def build_manifest(
                 "goldens_sha256": corpus_manifest["files"][GOLDENS_FILE],
                 "fixtures_sha256": corpus_manifest["files"]["fixtures.jsonl"],
             },
+            # What the graph held when retrieval read it, read from the graph itself.
             "graph": {
-                k: graph_meta.get(k)
+                k: (facts.get("graph") or {}).get(k)
                 for k in ("backend", "server_version", "schema_version", "fingerprint")
             },
-            "reconciler": reconcile_meta.get("pins"),
+            "reconciler": memory_pins(memory),
             "retriever": retrieval_pins.get("retriever"),
             "scope": retrieval_pins.get("scope"),
             "top_k": retrieval_pins.get("top_k"),
@@ -154,14 +199,14 @@ def build_manifest(
             "code_version": code_version(),
         },
         "comparable": corpus_manifest["comparable"],
+        "repeat": scoring.repeat_record(),
+        "memory": memory,
         "llm_usage": {
-            "retrieval": retrieval_manifest.get("llm_usage"),
-            "reconcile": reconcile_meta.get("llm_usage"),
+            "retrieval": facts.get("llm_usage"),
+            "reconcile": reconciled.facts.get("llm_usage") if reconciled else None,
             "judge": judge_usage,
         },
-        "stages": {
-            k: {"seconds": v.get("seconds"), "run_id": v.get("run_id")} for k, v in stages.items()
-        },
+        "stages": stages,
         "started_at": started.isoformat(),
         "ended_at": ended.isoformat(),
     }
@@ -224,6 +269,9 @@ def headline(summary: dict) -> dict[str, float | int | None]:
     return out
 
 
+NOT_JUDGED = "not judged: retrieval was not measured (infrastructure failure)"
+
+
 @dg.asset(
     group_name=GROUP,
     deps=["retrieval_results", "goldens"],
@@ -236,37 +284,56 @@ def scored_run(
     ensure_no_confident_upload()
     started = datetime.now(UTC)
     t0 = time.perf_counter()
-    corpus_dir = paths.corpus_dir()
-    goldens = {g["name"]: g for g in read_jsonl(corpus_dir / GOLDENS_FILE)}
-    retrieval_dir = paths.root() / RETRIEVAL_DIR
+    retrieval = input_record(context, "retrieval_results")
+    if not retrieval.facts.get("graph_current"):
+        raise dg.Failure(
+            f"retrieval_results of run {retrieval.run_id} retrieved nothing: "
+            f"{retrieval.facts.get('graph_current_reason')}"
+        )
+    goldens_record = retrieval.inputs["goldens"]
+    goldens = {g["name"]: g for g in read_jsonl(goldens_record.file(GOLDENS_FILE))}
     retrievals = [
-        QuestionRetrieval.model_validate(r) for r in read_jsonl(retrieval_dir / RETRIEVAL_RESULTS)
+        QuestionRetrieval.model_validate(r) for r in read_jsonl(retrieval.file(RESULTS_FILE))
     ]
     missing = sorted(set(goldens) - {r.question_id for r in retrievals})
     if missing:
-        raise ValueError(
+        raise dg.Failure(
             f"retrieval_results lacks {len(missing)} golden question(s), e.g. {missing[:5]}: "
             "re-materialize retrieval_results for the current goldens"
         )
     tokenizer = PayloadTokenizer(scoring.tokenizer)
     layer = scoring.llm_layer()
+
+    def abstains(r: QuestionRetrieval) -> bool:
+        return bool(goldens[r.question_id]["additional_metadata"]["abstention"])
+
     try:
+        judged: list[dict] = [
+            offline_judge_results(abstains(r), reason=NOT_JUDGED)
+            if retrieval_unmeasured(r) or layer is None
+            else {}
+            for r in retrievals
+        ]
         if layer is None:
             context.log.info("no judge configured: judged metrics are unscored")
-            judged = [
-                offline_judge_results(
-                    bool(goldens[r.question_id]["additional_metadata"]["abstention"])
-                )
-                for r in retrievals
-            ]
             judge_usage = None
         else:
-            context.log.info(f"judging {len(retrievals)} questions with {scoring.judge}")
-            judged = judge_batch(
+            todo = [i for i, r in enumerate(retrievals) if not retrieval_unmeasured(r)]
+            context.log.info(f"judging {len(todo)} questions with {scoring.judge}")
+            results = judge_batch(
                 layer,
-                [(goldens[r.question_id], r.retrieval_context, r.answer) for r in retrievals],
+                [
+                    (
+                        goldens[retrievals[i].question_id],
+                        retrievals[i].retrieval_context,
+                        retrievals[i].answer,
+                    )
+                    for i in todo
+                ],
                 concurrency=scoring.judge_concurrency,
             )
+            for i, result in zip(todo, results, strict=True):
+                judged[i] = result
             judge_usage = layer.snapshot().to_metadata()
     finally:
         if layer is not None:
@@ -279,15 +346,17 @@ def scored_run(
     summary = summarize(rows)
     if "2" in summary["tiers"]:
         summary["tiers"]["2"]["panels"] = tier2_panels(rows, goldens)
-    corpus_manifest = json.loads((corpus_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
-    retrieval_manifest = json.loads(
-        (retrieval_dir / RETRIEVAL_MANIFEST).read_text(encoding="utf-8")
+    corpus_manifest = json.loads(
+        retrieval.inputs["session_fixtures"].file(MANIFEST_FILE).read_text(encoding="utf-8")
     )
-    stages = stage_records(context.instance)
-    stages["scored_run"] = {"seconds": round(time.perf_counter() - t0, 3)}
+    stages = stage_records(context.instance, retrieval)
+    stages["scored_run"] = {
+        "run_id": context.run.run_id,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
     manifest = build_manifest(
         corpus_manifest,
-        retrieval_manifest,
+        retrieval,
         stages,
         scoring,
         tokenizer,
@@ -296,6 +365,8 @@ def scored_run(
         datetime.now(UTC),
     )
     manifest["dagster_run_id"] = context.run.run_id
+    manifest["status"] = summary["status"]
+    manifest["incomplete"] = summary["incomplete"]
     runs_dir = Path(scoring.runs_dir) if scoring.runs_dir else paths.runs_dir()
     run_dir = write_bundle(
         runs_dir,
@@ -306,9 +377,18 @@ def scored_run(
         started=started,
     )
     context.log.info(f"run bundle: {run_dir}")
+    incomplete = summary["incomplete"]
+    if incomplete["questions"]:
+        context.log.error(
+            f"run incomplete: {incomplete['questions']} question(s) unscored by infrastructure "
+            f"failures {incomplete['by_cause']}; bundle {run_dir}"
+        )
     metadata: dict[str, Any] = {
         **summary_metadata(summary),
         "run_dir": dg.MetadataValue.path(str(run_dir)),
+        "status": summary["status"],
+        "unscored_infrastructure": incomplete["questions"],
+        "unscored_by_cause": dg.MetadataValue.json(incomplete["by_cause"]),
         "questions": len(rows),
         "judge": scoring.judge,
         "comparable": manifest["comparable"],
@@ -320,5 +400,32 @@ def scored_run(
     return dg.MaterializeResult(metadata=metadata)
 
 
+@dg.asset_check(
+    asset=scored_run,
+    blocking=True,
+    description="Every question was measured: none left unscored by an infrastructure "
+    "failure (else the bundle says `incomplete`, and nothing compares or calibrates it).",
+)
+def scored_run_complete(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+    meta = materialization_metadata(context, "scored_run")
+    unscored = int(meta.get("unscored_infrastructure", 0) or 0)
+    causes = meta.get("unscored_by_cause") or {}
+    return dg.AssetCheckResult(
+        passed=unscored == 0,
+        description=(
+            None
+            if unscored == 0
+            else f"run incomplete: {unscored} question(s) unscored by infrastructure "
+            "failures (" + ", ".join(f"{k} {v}" for k, v in causes.items()) + ")"
+        ),
+        metadata={
+            "unscored_infrastructure": unscored,
+            "by_cause": dg.MetadataValue.json(causes),
+            "run_dir": dg.MetadataValue.path(str(meta.get("run_dir", ""))),
+        },
+    )
+
+
 SCORING_ASSETS = [scored_run]
+SCORING_CHECKS = [scored_run_complete]
 SCORING_RESOURCES = {"scoring": ScoringSettings()}

@@ -26,3 +26,7 @@ CHAIN_RUN_TAGS: dict[str, str] = {
     "dagster/retry_on_asset_or_op_failure": "false",
     "dagster/retry_strategy": "ALL_STEPS",
 }
+
+# A chain that spans several Dagster runs (the CLI: the chain, then its repeats) holds the
+# graph instance's lease under one holder id, given to each of its runs in this tag.
+LEASE_HOLDER_TAG = "eval_pipeline/lease_holder"

@@ -3,6 +3,9 @@ check warns below the threshold."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import dagster as dg
 import pytest
 
@@ -12,6 +15,9 @@ from eval_pipeline.assets.reconcile import (
     ReconcilerSettings,
     reconciled_graph,
 )
+from eval_pipeline.assets.resources import ProjectPaths
+from eval_pipeline.graph.checks import read_graph_fingerprint
+from eval_pipeline_tests.artifacts import seed_artifact
 
 from .graph_fixtures import SESSION_IDS
 
@@ -19,10 +25,19 @@ PLUGINS = "eval_pipeline_tests.reconcile.plugins"
 
 
 def materialize(store, settings: ReconcilerSettings, instance=None):
+    """reconciled_graph alone, over the injection of `store` (recorded as if a run made it)."""
+    instance = instance or dg.DagsterInstance.ephemeral()
+    root = Path(tempfile.mkdtemp(prefix="reconcile-state-"))
+    fingerprint = read_graph_fingerprint(store)["fingerprint"]
+    seed_artifact(instance, root, "injected_graph", facts={"fingerprint": fingerprint})
     return dg.materialize(
         [*RECONCILE_ASSETS, *RECONCILE_CHECKS],
-        resources={"graph": store, "reconcile": settings},
-        instance=instance or dg.DagsterInstance.ephemeral(),
+        resources={
+            "graph": store,
+            "reconcile": settings,
+            "paths": ProjectPaths(state_dir=str(root)),
+        },
+        instance=instance,
         raise_on_error=False,
     )
 
@@ -57,19 +72,35 @@ def test_materialization_reports_failures_completeness_nodes_and_pins(injected_s
     assert pins["name"] == "failing" and pins["version"] == "1"
     assert pins["config"]["summary_sentences"] == 2 and pins["reconcile_schema_version"] == 1
     checks = result.get_asset_check_evaluations()
-    assert [(c.check_name, c.passed, c.severity) for c in checks] == [
-        ("reconcile_completeness", False, dg.AssetCheckSeverity.WARN)
+    assert sorted((c.check_name, c.passed, c.severity) for c in checks) == [
+        ("reconcile_completeness", False, dg.AssetCheckSeverity.WARN),
+        ("reconciled_graph_is_current", True, dg.AssetCheckSeverity.ERROR),
     ]
-    assert "only 5 of 6 sessions" in (checks[0].description or "")
+    completeness = next(c for c in checks if c.check_name == "reconcile_completeness")
+    assert "only 5 of 6 sessions" in (completeness.description or "")
     logs = [e.user_message for e in instance.all_logs(result.run_id)]
     assert any(m.startswith("reconciled 6/6 sessions") for m in logs)
 
-    # Materializing again resumes: the failed session only; then the check passes.
-    again = materialize(injected_store, ReconcilerSettings(completeness_threshold=0.99))
+    # Materializing the same configuration again resumes: the failed session only; then
+    # the check passes. (Which sessions fail on purpose is not part of the plug-in's pins.)
+    same = ReconcilerSettings(
+        reconciler=f"{PLUGINS}:FailingReconciler",
+        config='{"summary_sentences": 2}',
+        completeness_threshold=0.99,
+    )
+    again = materialize(injected_store, same)
     meta = again.asset_materializations_for_node("reconciled_graph")[0].metadata
     assert meta["sessions_to_do"].value == 1 and meta["sessions_skipped_done"].value == n - 1
     assert meta["completeness"].value == 1.0
-    assert [c.passed for c in again.get_asset_check_evaluations()] == [True]
+    assert {c.check_name: c.passed for c in again.get_asset_check_evaluations()} == {
+        "reconcile_completeness": True,
+        "reconciled_graph_is_current": True,
+    }
+    # Another reconciler never inherits those sessions: every one is redone.
+    other = materialize(injected_store, ReconcilerSettings(completeness_threshold=0.99))
+    meta = other.asset_materializations_for_node("reconciled_graph")[0].metadata
+    assert meta["sessions_to_do"].value == n and meta["sessions_redone_other_pins"].value == n
+    assert meta["pins"].value["name"] == "extractive"
 
 
 def test_a_configuration_that_cannot_run_fails_the_step_with_the_reason(injected_store):

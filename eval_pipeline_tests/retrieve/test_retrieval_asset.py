@@ -8,21 +8,22 @@ from eval_pipeline.assets.resources import ProjectPaths
 from eval_pipeline.assets.retrieval import (
     FINGERPRINT_AFTER,
     FINGERPRINT_BEFORE,
-    MANIFEST_FILE,
     RESULTS_FILE,
     RETRIEVAL_ASSETS,
     RETRIEVAL_CHECKS,
     RetrievalSettings,
     percentile,
 )
-from eval_pipeline.corpus.jsonl import read_jsonl, write_jsonl
+from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.retrieve.results import QuestionRetrieval
+from eval_pipeline_tests.artifacts import artifact_dir, seed_corpus_and_graph
 from eval_pipeline_tests.retrieve.fixture_graph import QUESTIONS, golden_rows
 
 
 def _materialize(tmp_path, store, goldens, **settings):
-    (tmp_path / "corpus").mkdir(parents=True, exist_ok=True)
-    write_jsonl(tmp_path / "corpus" / "goldens.jsonl", goldens)
+    """retrieval_results alone, over the fixture graph, with its inputs recorded."""
+    instance = dg.DagsterInstance.ephemeral()
+    seed_corpus_and_graph(instance, tmp_path, goldens, store)
     return dg.materialize(
         [*RETRIEVAL_ASSETS, *RETRIEVAL_CHECKS],
         resources={
@@ -30,9 +31,13 @@ def _materialize(tmp_path, store, goldens, **settings):
             "graph": store,
             "retrieval": RetrievalSettings(**settings),
         },
-        instance=dg.DagsterInstance.ephemeral(),
+        instance=instance,
         raise_on_error=False,
     )
+
+
+def _results(result) -> list[dict]:
+    return list(read_jsonl(artifact_dir(result, "retrieval_results") / RESULTS_FILE))
 
 
 def test_asset_writes_one_result_per_question_and_the_check_passes(tmp_path, fixture_store):
@@ -41,10 +46,7 @@ def test_asset_writes_one_result_per_question_and_the_check_passes(tmp_path, fix
     result = _materialize(tmp_path, fixture_store, goldens)
     assert result.success
 
-    rows = [
-        QuestionRetrieval.model_validate(r)
-        for r in read_jsonl(tmp_path / "retrieval" / RESULTS_FILE)
-    ]
+    rows = [QuestionRetrieval.model_validate(r) for r in _results(result)]
     assert [r.question_id for r in rows] == [*QUESTIONS, "q_missing"]
     by_id = {r.question_id: r for r in rows}
     for qid, (_, _, best) in QUESTIONS.items():
@@ -56,7 +58,7 @@ def test_asset_writes_one_result_per_question_and_the_check_passes(tmp_path, fix
     missing = by_id["q_missing"]
     assert missing.items == [] and missing.answer is None
     assert "no haystack sessions" in missing.errors[0]
-    assert (tmp_path / "retrieval" / MANIFEST_FILE).is_file()
+    assert (artifact_dir(result, "retrieval_results") / "stage.json").is_file()
 
     (mat,) = result.get_asset_materialization_events()
     meta = {k: v.value for k, v in mat.materialization.metadata.items()}
@@ -67,14 +69,17 @@ def test_asset_writes_one_result_per_question_and_the_check_passes(tmp_path, fix
     assert meta["pins"]["retriever"]["sources"] == ["turn"]
     assert meta["pins"]["tokenizer"]["tokenizer"] == "o200k_base"
     assert meta[FINGERPRINT_BEFORE] == meta[FINGERPRINT_AFTER]
-    (check,) = result.get_asset_check_evaluations()
-    assert check.check_name == "retrieval_left_graph_unchanged" and check.passed
+    assert {c.check_name: c.passed for c in result.get_asset_check_evaluations()} == {
+        "retrieval_left_graph_unchanged": True,
+        "retrieval_graph_is_current": True,
+        "retrieval_infrastructure_ok": True,
+    }
 
 
 def test_batch_scope_and_bad_settings(tmp_path, fixture_store):
     ok = _materialize(tmp_path, fixture_store, golden_rows(), scope="batch", top_k=3)
     assert ok.success
-    rows = list(read_jsonl(tmp_path / "retrieval" / RESULTS_FILE))
+    rows = _results(ok)
     assert {r["scope"] for r in rows} == {"batch"} and all(len(r["items"]) <= 3 for r in rows)
 
     bad = _materialize(tmp_path / "b", fixture_store, golden_rows(), scope="everything")
@@ -83,7 +88,7 @@ def test_batch_scope_and_bad_settings(tmp_path, fixture_store):
         tmp_path / "c", fixture_store, golden_rows(), retriever="graph_agent"
     )
     assert not offline_agent.success
-    assert not (tmp_path / "c" / "retrieval" / RESULTS_FILE).exists()
+    assert not list((tmp_path / "c" / "artifacts").glob("*/retrieval_results"))
 
 
 def test_percentile_is_nearest_rank():
@@ -127,10 +132,7 @@ def test_graph_agent_and_llm_reader_through_the_asset(tmp_path, fixture_store, m
             llm_cache_path=str(tmp_path / "llm.sqlite3"),
         )
     assert result.success
-    rows = [
-        QuestionRetrieval.model_validate(r)
-        for r in read_jsonl(tmp_path / "retrieval" / RESULTS_FILE)
-    ]
+    rows = [QuestionRetrieval.model_validate(r) for r in _results(result)]
     assert [r.retriever for r in rows] == ["graph_agent"] * 3
     for r in rows:
         assert r.answer == "From memory: see the excerpts." and r.reader == spec
@@ -140,5 +142,4 @@ def test_graph_agent_and_llm_reader_through_the_asset(tmp_path, fixture_store, m
     assert meta["pins"]["retriever"]["model"] == spec
     assert "retrieval_agent" in json.dumps(meta["llm_usage"])
     assert meta[FINGERPRINT_BEFORE] == meta[FINGERPRINT_AFTER]
-    (check,) = result.get_asset_check_evaluations()
-    assert check.passed
+    assert all(c.passed for c in result.get_asset_check_evaluations())

@@ -1,0 +1,41 @@
+"""Plug-ins that fail the way real ones do, loaded by import path in the end-to-end tests.
+
+`FlakyRetriever` wraps the real full-text retriever: for some questions it raises the
+driver's own `ServiceUnavailable` (the graph server going away: the pipeline's failure), for
+others a plain exception (the system under test's own bug), and answers the rest normally.
+Which is which is a pure function of the question id, so a test can recompute it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import neo4j.exceptions
+
+from eval_pipeline.retrieve.fulltext import FulltextRetriever
+from eval_pipeline.retrieve.protocol import RetrievalEnv, RetrievalRequest, RetrievalTrace
+
+
+def flaky_fate(question_id: str) -> str:
+    """ "unavailable", "bug" or "ok" for a question id (about a third each)."""
+    bucket = hashlib.sha256(question_id.encode()).digest()[0] % 3
+    return ("unavailable", "bug", "ok")[bucket]
+
+
+class FlakyRetriever:
+    name = "flaky"
+
+    def __init__(self, env: RetrievalEnv) -> None:
+        self.inner = FulltextRetriever(env)
+
+    def retrieve(self, request: RetrievalRequest, trace: RetrievalTrace) -> Any:
+        fate = flaky_fate(request.question_id)
+        if fate == "unavailable":
+            raise neo4j.exceptions.ServiceUnavailable("Connection to 127.0.0.1:7687 closed")
+        if fate == "bug":
+            raise ValueError(f"my retriever cannot parse {request.question_id}")
+        return self.inner.retrieve(request, trace)
+
+    def pins(self) -> dict[str, Any]:
+        return {"retriever": self.name, "inner": self.inner.pins()}
