@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from eval_pipeline.graph import schema
 from eval_pipeline.graph.errors import GraphError, GraphQueryError
@@ -84,8 +84,8 @@ class Lease(BaseModel):
     holder: str  # the chain: a Dagster run id, or the CLI invocation that runs several
     run_id: str | None = None  # the Dagster run, when the holder is a run
     what: str = ""  # a short description for the message, e.g. "eval_chain run"
-    host: str = socket.gethostname()
-    pid: int = os.getpid()
+    host: str = Field(default_factory=socket.gethostname)
+    pid: int = Field(default_factory=os.getpid)  # taken when made: a forked child is another
 
 
 class LeaseRow(BaseModel):
