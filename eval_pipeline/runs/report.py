@@ -3,7 +3,19 @@ comparison (`comparison.html` + `comparison.json` in a comparisons directory).
 
 Self-contained means one file: inline CSS, inline SVG charts (`eval_pipeline.runs.svg`), no
 script, no CDN, no link to another file, so a report can be mailed or archived as it is.
-A rate that was not scored is printed "unscored", never 0.
+
+Written for a person reading it:
+- whether the run is complete is said first (status, counts by cause);
+- every metric says which direction is good; a "–" for an interval says why;
+- a chart with nothing to draw is replaced by one line saying why;
+- a rate that was not scored is printed "unscored" (with its cause), never 0, and an
+  unscored question reads as unscored, never as a failure;
+- each question shows its text, the expected answer, the hypothesis, the retrieved context
+  (collapsed) and why it was not covered (its weakest link) or why it is unscored. Result
+  rows do not carry the question text: it is read from the goldens the manifest names
+  (checked against the run's goldens sha256), else the question id stands in, with a note;
+- tier 2 gets its panels (use case, difficulty, source mix, COMBO dimension).
+Every string from a bundle is escaped.
 
 A run bundle is otherwise immutable: the run report is the one file added to a run
 directory, written to a temporary file and renamed into place, and it can never take the
@@ -14,37 +26,90 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.corpus.jsonl import staged_outputs
+from eval_pipeline.corpus.jsonl import read_jsonl, staged_outputs
+from eval_pipeline.corpus.upstream import file_sha256
 from eval_pipeline.runs.bundle import BUNDLE_FILES
-from eval_pipeline.runs.compare import Comparison, PairedDelta
-from eval_pipeline.runs.load import ResultRow, RunBundle, load_run
-from eval_pipeline.runs.svg import DeltaBar, RateBar, delta_bars, histogram, rate_bars, value_bars
+from eval_pipeline.runs.compare import Comparison, Efficiency, PairedDelta
+from eval_pipeline.runs.load import BundleError, ResultRow, RunBundle, load_run
+from eval_pipeline.runs.svg import (
+    DeltaBar,
+    RateBar,
+    delta_bars,
+    has_rates,
+    has_values,
+    histogram,
+    rate_bars,
+    value_bars,
+)
 from eval_pipeline.score.stats import bootstrap_ci
 
 RUN_REPORT = "report.html"
 COMPARISON_JSON = "comparison.json"
 COMPARISON_HTML = "comparison.html"
 COMPARISONS_DIR = "comparisons"
+GOLDENS_FILE = "goldens.jsonl"
 # Per question type: the upstream headline metric and the coverage gate's own metric.
 TYPE_RECALLS = (("turn", "upstream", "recall_any@5"), ("turn", "all", "recall_all@10"))
+HIGHER = "higher is better"
+LOWER = "lower is better"
+HIGHER_METRICS = {
+    "coverage",
+    "evidence_recall",
+    "contextual_recall",
+    "answer_judge",
+    "answer_coverage",
+    "proxy_containment",
+    "proxy_token_f1",
+    "citation_precision",
+    "citation_recall",
+    "criteria_score",
+    "recall_any",
+    "recall_all",
+    "ndcg",
+}
+LOWER_METRICS = {"must_not_cite_hits", "payload_tokens", "latency_ms", "seconds"}
+# Metrics only a judge model takes: with no judge they are unscored for that reason alone.
+JUDGED_METRICS = {"contextual_recall", "answer_judge", "answer_coverage", "criteria_score"}
+PANELS = {
+    "by_use_case": "use case",
+    "by_difficulty": "difficulty",
+    "by_source_mix": "source mix",
+    "by_dimension": "COMBO dimension",
+}
+OUTCOMES = (  # (covered value, label, css class), in the order questions are listed
+    (False, "not covered", "q-miss"),
+    (None, "unscored", "q-unscored"),
+    (True, "covered", "q-hit"),
+)
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
 h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
-table{border-collapse:collapse;margin:.6em 0 1em}td,th{border:1px solid #ddd;padding:.25em .6em;
-text-align:left;vertical-align:top}th{background:#f4f4f4}td.num{text-align:right}
+h4{margin:1.2em 0 .3em}table{border-collapse:collapse;margin:.6em 0 1em}
+td,th{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:top}
+th{background:#f4f4f4}td.num{text-align:right}.dir{font-weight:normal;font-size:.8em;color:#555}
 .unscored{color:#777;font-style:italic}.muted{color:#666}.banner{padding:.8em 1em;
-border-radius:4px;font-size:1.2em;font-weight:bold;margin:1em 0}.REGRESSED{background:#fdecea;
-color:#b71c1c}.IMPROVED{background:#e8f5e9;color:#1b5e20}.INCONCLUSIVE{background:#fff8e1;
-color:#8d6e00}.warn{background:#fff3e0;border-left:4px solid #ef6c00;padding:.5em 1em}
-.real{font-weight:bold}code{background:#f4f4f4;padding:0 .2em}svg{display:block;margin:.5em 0}
+border-radius:4px;font-size:1.2em;font-weight:bold;margin:1em 0}.REGRESSED,.INCOMPLETE{
+background:#fdecea;color:#b71c1c}.IMPROVED,.COMPLETE{background:#e8f5e9;color:#1b5e20}
+.INCONCLUSIVE{background:#fff8e1;color:#8d6e00}.banner small{font-weight:normal;display:block;
+font-size:.75em;margin-top:.3em}.warn{background:#fff3e0;border-left:4px solid #ef6c00;
+padding:.5em 1em}.real{font-weight:bold}code{background:#f4f4f4;padding:0 .2em}
+svg{display:block;margin:.5em 0}.nochart{color:#666;font-style:italic;margin:.4em 0 .8em}
+.q{border:1px solid #ddd;border-left:5px solid #9e9e9e;border-radius:3px;padding:.4em .8em;
+margin:.6em 0}.q-miss{border-left-color:#c62828}.q-hit{border-left-color:#2e7d32}
+.q .text{font-size:1.05em;font-weight:600;margin:.3em 0}.q table{margin:.3em 0;width:100%}
+.q th{width:9em;background:#fafafa;font-weight:normal;color:#555}.badge{font-weight:bold}
+.q-miss .badge{color:#b71c1c}.q-hit .badge{color:#1b5e20}.q-unscored .badge{color:#616161}
+pre{white-space:pre-wrap;margin:0;font:inherit}details{margin:.3em 0}summary{cursor:pointer;
+color:#1a4f8b}details ol{margin:.3em 0;padding-left:1.6em}details li{margin:.25em 0}
 """
 
 
@@ -55,13 +120,35 @@ def _e(value: Any) -> str:
     return escape(str(value))
 
 
-def pct(value: float | None) -> str:
-    return '<span class="unscored">unscored</span>' if value is None else f"{100 * value:.1f}%"
+def pct(value: float | None, missing: str = "unscored") -> str:
+    if value is None:
+        return f'<span class="unscored">{_e(missing)}</span>'
+    return f"{100 * value:.1f}%"
 
 
-def ci(low: float | None, high: float | None) -> str:
+def dash(reason: str) -> str:
+    """A value that is not there, with why."""
+    return f'<span class="muted">– ({_e(reason)})</span>'
+
+
+def ci(
+    low: float | None,
+    high: float | None,
+    n: int | None,
+    rate: float | None = None,
+    nothing: str = "nothing scored",
+) -> str:
+    """A 95% interval, or "–" with the reason there is none (or none worth a range)."""
+    if not n:
+        return dash(nothing)
     if low is None or high is None:
-        return '<span class="muted">–</span>'
+        return dash("graded score: no interval")
+    if low == high:
+        if n == 1:
+            return dash("n = 1")
+        if rate in (0.0, 1.0):
+            return dash("all outcomes equal: interval is the point")
+        return dash("interval of zero width")
     return f"{100 * low:.1f}% – {100 * high:.1f}%"
 
 
@@ -75,11 +162,26 @@ def num(value: Any, missing: str = "n/a") -> str:
     return _e(value)
 
 
-def table(
-    headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[int] = ()
-) -> str:
+def better(metric: str) -> str:
+    """Which direction of `metric` is good, in words."""
+    name = metric.split("@")[0]
+    if name in LOWER_METRICS:
+        return LOWER
+    return HIGHER if name in HIGHER_METRICS else "direction not recorded"
+
+
+Header = str | tuple[str, str]  # a label, or (label, its good direction)
+
+
+def _th(h: Header) -> str:
+    if isinstance(h, tuple):
+        return f'<th>{_e(h[0])}<br><span class="dir">{_e(h[1])}</span></th>'
+    return f"<th>{_e(h)}</th>"
+
+
+def table(headers: Sequence[Header], rows: Iterable[Sequence[str]], numeric: Iterable[int] = ()):
     """Cells are HTML already (escaped by the caller); `numeric` columns align right."""
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    numeric = set(numeric)
     body = []
     for row in rows:
         cells = "".join(
@@ -89,7 +191,12 @@ def table(
         body.append(f"<tr>{cells}</tr>")
     if not body:
         body.append(f'<tr><td colspan="{len(headers)}" class="muted">none</td></tr>')
+    head = "".join(_th(h) for h in headers)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def no_chart(title: str, why: str) -> str:
+    return f'<p class="nochart">{_e(title)}: no chart, {_e(why)}.</p>'
 
 
 def page(title: str, sections: Sequence[str]) -> str:
@@ -114,34 +221,156 @@ def _json_cell(value: Any) -> str:
     if value is None:
         return '<span class="muted">none</span>'
     if isinstance(value, dict | list):
-        return f"<code>{_e(json.dumps(value, sort_keys=True))}</code>"
+        return f"<code>{_e(json.dumps(value, sort_keys=True, ensure_ascii=False))}</code>"
     return _e(value)
+
+
+def _counts(counter: Counter[str] | dict[str, int]) -> str:
+    return ", ".join(f"{k} ({v})" for k, v in sorted(counter.items(), key=lambda kv: -kv[1]))
+
+
+# --- what a row says ----------------------------------------------------------------------
+
+
+def _x(r: ResultRow, key: str, default: Any = None) -> Any:
+    """A field of results.jsonl the loader keeps as it is (context, answer, failures...)."""
+    value = (r.model_extra or {}).get(key)
+    return default if value is None else value
+
+
+def no_judge(run: RunBundle) -> bool:
+    judge = run.pins.get("judge")
+    model = judge.get("model") if isinstance(judge, dict) else judge
+    return isinstance(model, str) and model in ("offline", "none", "")
+
+
+def unscored_cause(r: ResultRow, judgeless: bool) -> tuple[str, str]:
+    """(short cause, for counting; the full sentence) of a question whose coverage is None."""
+    infra = [f for f in _x(r, "infra_failures", []) if isinstance(f, dict)]
+    if infra:
+        causes = sorted({str(f.get("cause") or "unknown") for f in infra})
+        text = "; ".join(
+            f"{f.get('stage') or '?'} failed ({f.get('cause') or 'unknown'}): "
+            f"{f.get('error') or 'no error text'}"
+            for f in infra
+        )
+        return (
+            "infrastructure failure: " + ", ".join(causes),
+            f"infrastructure failure, not the system's: {text}",
+        )
+    pending = {n: m for n, m in r.metrics.items() if m.gating and m.passed is None}
+    if judgeless and set(pending) <= JUDGED_METRICS:
+        what = "abstention questions are decided by the judge" if r.abstention else "a judged gate"
+        return "no judge", f"no judge in this run ({what})"
+    if pending:
+        return ", ".join(f"{n} not taken" for n in pending), "; ".join(
+            f"{n} not taken: {m.reason or 'no reason recorded'}"
+            + (f" (error: {m.error})" if m.error else "")
+            for n, m in pending.items()
+        )
+    return "no gate", "no gating metric applies to this question"
+
+
+def miss_reason(r: ResultRow) -> str:
+    """Why a question was not covered: its weakest link (the earliest failed gate), as HTML."""
+    wl = r.weakest_link
+    if wl is None:
+        return '<span class="muted">no weakest link recorded</span>'
+    if wl == "empty_payload":
+        out = "<b>empty_payload</b>: nothing was retrieved, so it cannot be covered"
+    else:
+        m = r.metrics.get(wl)
+        out = f"<b>{_e(wl)}</b> failed"
+        if m is not None:
+            out += f": {_e(m.reason)}" if m.reason else ""
+            if m.score is not None and m.threshold is not None:
+                out += f' <span class="muted">(score {m.score:g}, needs ≥ {m.threshold:g})</span>'
+    others = [n for n, m in r.metrics.items() if m.gating and m.passed is False and n != wl]
+    if others:
+        out += f'<br><span class="muted">also failed: {_e(", ".join(others))}</span>'
+    return out
+
+
+def why(r: ResultRow, judgeless: bool) -> tuple[str, str]:
+    """(short text for the index, HTML for the question's card)."""
+    if r.covered is None:
+        short, text = unscored_cause(r, judgeless)
+        html = f'<span class="unscored">unscored, not a failure</span>: {_e(text)}'
+        if r.weakest_link:
+            html += f'<br><span class="muted">a gate already failed: {_e(r.weakest_link)}</span>'
+        return f"unscored — {short}", html
+    if r.covered is False:
+        return r.weakest_link or "not recorded", miss_reason(r)
+    gates = [n for n, m in r.metrics.items() if m.gating]
+    return "", "passed every gate" + (f" ({_e(', '.join(gates))})" if gates else "")
+
+
+def question_texts(run: RunBundle) -> tuple[dict[str, str], str | None]:
+    """Question id → question text, and a note when some or all are not available.
+
+    A row carrying its text (`question` or `input`) is used as it is; otherwise the text is
+    read from the goldens artifact the manifest names, and only if that file is still the
+    one the run used (its sha256 equals the `corpus.goldens_sha256` pin, when pinned)."""
+    texts = {}
+    for r in run.rows:
+        text = _x(r, "question") or _x(r, "input")
+        if isinstance(text, str):
+            texts[r.question_id] = text
+    if len(texts) == len(run.rows):
+        return texts, None
+    stage = (run.manifest.get("stages") or {}).get("goldens") or {}
+    artifact = stage.get("artifact") if isinstance(stage, dict) else None
+    if not artifact:
+        return texts, "the manifest names no goldens artifact"
+    path = Path(artifact).expanduser() / GOLDENS_FILE
+    pinned = (run.pins.get("corpus") or {}).get("goldens_sha256")
+    try:
+        if pinned and file_sha256(path) != pinned:
+            return texts, f"{path} is not the goldens file this run used (sha256 differs)"
+        for g in read_jsonl(path):
+            if isinstance(g, dict) and isinstance(g.get("input"), str):
+                texts.setdefault(str(g.get("name")), g["input"])
+    except FileNotFoundError:
+        return texts, f"{path} is gone (artifacts of older runs are pruned)"
+    except (OSError, ValueError) as exc:
+        return texts, f"{path} is unreadable: {exc}"
+    missing = sum(1 for r in run.rows if r.question_id not in texts)
+    return texts, (f"{missing} question(s) are not in {path}" if missing else None)
+
+
+def _clip(text: str | None, width: int = 80) -> str:
+    if not text:
+        return ""
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def _median(values: Iterable[Any]) -> float | None:
+    kept = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    return statistics.median(kept) if kept else None
 
 
 # --- run report ---------------------------------------------------------------------------
 
 
-def _covered_text(covered: bool | None) -> str:
-    if covered is None:
-        return '<span class="unscored">unscored</span>'
-    return "covered" if covered else "not covered"
-
-
 def recall_by_type(rows: Sequence[ResultRow], level: str, variant: str, name: str) -> list[RateBar]:
-    """Per question type: mean of a per-question recall with a bootstrap CI (binary values)."""
+    """Per question type: mean of a per-question recall with a bootstrap CI (binary values).
+    A type with no value says why (the reason its questions were excluded)."""
     by_type: dict[str, list[float]] = defaultdict(list)
-    unscored: dict[str, int] = defaultdict(int)
+    excluded: dict[str, Counter[str]] = defaultdict(Counter)
     for r in rows:
         value = ((r.retrieval_metrics.get(level) or {}).get(variant) or {}).get(name)
         if value is None:
-            unscored[r.question_type] += 1
+            reason = (r.retrieval_metrics.get("excluded") or {}).get(variant)
+            excluded[r.question_type][str(reason or "unscored")] += 1
         else:
             by_type[r.question_type].append(float(value))
     bars = []
     for qtype in sorted({r.question_type for r in rows}):
         values = by_type.get(qtype, [])
         if not values:
-            bars.append(RateBar(qtype, None))
+            reason = excluded[qtype].most_common(1)[0][0] if excluded[qtype] else "unscored"
+            note = reason if reason.startswith("unscored") else f"excluded: {reason}"
+            bars.append(RateBar(qtype, None, note=note[:70]))
         elif all(v in (0.0, 1.0) for v in values):
             est = bootstrap_ci([int(v) for v in values])
             assert est is not None
@@ -151,12 +380,22 @@ def recall_by_type(rows: Sequence[ResultRow], level: str, variant: str, name: st
     return bars
 
 
-def _rate_table(bars: Sequence[RateBar], unscored: dict[str, int] | None = None) -> str:
+def _rate_chart(title: str, bars: Sequence[RateBar], why_empty: str) -> str:
+    return rate_bars(title, bars) if has_rates(bars) else no_chart(title, why_empty)
+
+
+def _nothing(note: str | None) -> str:
+    return "excluded" if (note or "").startswith("excluded") else "nothing scored"
+
+
+def _rate_table(bars: Sequence[RateBar], metric: str, unscored: dict[str, int] | None = None):
     return table(
-        ["question type", "rate", "95% CI", "n scored"]
+        ["question type", (metric, better(metric)), "95% CI", "n scored"]
         + (["unscored"] if unscored is not None else []),
         (
-            [_e(b.label), pct(b.rate), ci(b.low, b.high), str(b.n)]
+            [_e(b.label), pct(b.rate, b.note or "unscored")]
+            + [ci(b.low, b.high, b.n, b.rate, _nothing(b.note))]
+            + [str(b.n)]
             + ([str(unscored.get(b.label, 0))] if unscored is not None else [])
             for b in bars
         ),
@@ -171,85 +410,160 @@ def _pass_rate(m: dict[str, Any]) -> str:
     return '<span class="muted">no threshold</span>' if m.get("n_scored") else pct(None)
 
 
-def _tier_section(tier: str, s: dict[str, Any], rows: Sequence[ResultRow]) -> str:
+def _unscored_note(rows: Sequence[ResultRow], judgeless: bool) -> str:
+    causes = Counter(unscored_cause(r, judgeless)[0] for r in rows if r.covered is None)
+    return f"unscored — {_counts(causes)}" if causes else "nothing scored"
+
+
+def _metric_why(rows: Sequence[ResultRow], name: str, judgeless: bool) -> str:
+    reasons: Counter[str] = Counter()
+    for r in rows:
+        m = r.metrics.get(name)
+        if m is not None and m.score is None:
+            no_judge_here = judgeless and name in JUDGED_METRICS
+            reasons["no judge" if no_judge_here else (m.reason or "no reason recorded")] += 1
+    return _e("; ".join(f"{k} ({v})" for k, v in reasons.most_common(2)))
+
+
+def _tier_section(tier: str, s: dict[str, Any], rows: Sequence[ResultRow], judgeless: bool):
     c = s.get("counts", {})
     cov = s.get("coverage")
-    abst = (s.get("abstention") or {}).get("coverage")
-    eff = s.get("efficiency") or {}
+    answerable = [r for r in rows if not r.abstention]
+    abstaining = [r for r in rows if r.abstention]
     out = [f"<h2>Tier {_e(tier)}</h2>"]
+    keys = ("questions", "abstention", "covered", "not_covered", "unscored")
     out.append(
         table(
-            ["questions", "abstention (apart)", "covered", "not covered", "unscored"],
             [
-                [
-                    num(c.get(k))
-                    for k in ("questions", "abstention", "covered", "not_covered", "unscored")
-                ]
+                "questions",
+                "abstention (apart)",
+                "covered",
+                "not covered",
+                "unscored",
+                "unscored by infrastructure",
             ],
-            numeric=range(5),
+            [[num(c.get(k)) for k in (*keys, "unscored_infrastructure")]],
+            numeric=range(6),
         )
     )
     out.append("<h3>Coverage (answerable questions)</h3>")
     out.append(
         table(
-            [
-                "coverage",
-                "95% CI",
-                "n scored",
-                "n unscored",
-                "task-averaged",
-                "abstention coverage",
-            ],
+            [("coverage", HIGHER), "95% CI", "n scored", "n unscored", ("task-averaged", HIGHER)],
             [
                 [
                     pct(cov["rate"] if cov else None),
-                    ci(cov["low"], cov["high"]) if cov else ci(None, None),
+                    ci(cov["low"], cov["high"], cov["n_scored"], cov["rate"])
+                    if cov
+                    else ci(None, None, 0),
                     num(cov["n_scored"] if cov else 0),
                     num(cov["n_unscored"] if cov else c.get("unscored")),
                     pct(s.get("coverage_task_averaged")),
-                    pct(abst["rate"] if abst else None),
                 ]
             ],
-            numeric=range(6),
+            numeric=range(5),
         )
     )
-    answerable = [r for r in rows if not r.abstention]
-    unscored_by_type: dict[str, int] = defaultdict(int)
-    for r in answerable:
-        if r.covered is None:
-            unscored_by_type[r.question_type] += 1
-    cov_bars = [
-        RateBar(t, e["rate"], e["low"], e["high"], e["n_scored"]) if e else RateBar(t, None)
-        for t, e in (s.get("coverage_by_type") or {}).items()
-    ]
+    if any(r.covered is None for r in answerable):
+        out.append(
+            f'<p class="muted">Left out of the rate, never counted as misses: '
+            f"{_e(_unscored_note(answerable, judgeless))}.</p>"
+        )
+    abst = (s.get("abstention") or {}).get("coverage")
+    if abstaining:
+        out.append("<h3>Abstention questions (apart: the system should say it cannot answer)</h3>")
+        out.append(
+            table(
+                [("abstention coverage", HIGHER), "95% CI", "n scored", "n unscored", "why"],
+                [
+                    [
+                        pct(abst["rate"] if abst else None),
+                        ci(abst["low"], abst["high"], abst["n_scored"], abst["rate"])
+                        if abst
+                        else ci(None, None, 0),
+                        num(abst["n_scored"] if abst else 0),
+                        num(sum(1 for r in abstaining if r.covered is None)),
+                        _e(_unscored_note(abstaining, judgeless))
+                        if any(r.covered is None for r in abstaining)
+                        else "",
+                    ]
+                ],
+                numeric=range(4),
+            )
+        )
+    unscored_by_type: dict[str, int] = Counter(
+        r.question_type for r in answerable if r.covered is None
+    )
+    cov_bars = []
+    for t, e in (s.get("coverage_by_type") or {}).items():
+        if e:
+            cov_bars.append(RateBar(t, e["rate"], e["low"], e["high"], e["n_scored"]))
+        else:
+            of_type = [r for r in answerable if r.question_type == t]
+            cov_bars.append(RateBar(t, None, note=_unscored_note(of_type, judgeless)[:70]))
+    title = f"Tier {tier}: coverage per question type, 95% CI ({HIGHER})"
     out.append("<h3>Coverage per question type</h3>")
-    out.append(rate_bars(f"Tier {tier}: coverage per question type (95% CI)", cov_bars))
-    out.append(_rate_table(cov_bars, unscored_by_type))
+    none = "no answerable question in this tier (abstention questions are apart)"
+    out.append(
+        _rate_chart(title, cov_bars, _unscored_note(answerable, judgeless) if answerable else none)
+    )
+    out.append(_rate_table(cov_bars, "coverage", unscored_by_type))
     out.append("<h3>Evidence recall per question type</h3>")
     for level, variant, name in TYPE_RECALLS:
-        bars = recall_by_type(rows, level, variant, name)
-        title = f"Tier {tier}: {level}-level {name} ({variant} variant), 95% CI"
-        # A recall variant leaves some questions out by protocol (no user-side evidence):
-        # that is "excluded", still never 0.
-        out.append(rate_bars(title, bars, missing="unscored (excluded)"))
-        out.append(_rate_table(bars))
-    out.append("<h3>Evidence recall (all questions in the tier)</h3>")
-    retrieval_rows = []
+        bars = recall_by_type(answerable, level, variant, name)
+        title = f"Tier {tier}: {level}-level {name} ({variant} variant), 95% CI ({HIGHER})"
+        notes = sorted({b.note for b in bars if b.note})
+        why_empty = "every question is " + (notes[0] if len(notes) == 1 else "excluded")
+        why_empty = why_empty if answerable else none
+        out.append(_rate_chart(title, bars, why_empty))
+        out.append(_rate_table(bars, name))
+    out.append(_retrieval_table(s))
+    out.append(_efficiency(tier, s, answerable, judgeless))
+    out.append("<h3>Metrics and weakest links</h3>")
+    out.append(
+        table(
+            ["metric", "good direction", "mean score", "n scored", "n unscored", "pass rate"]
+            + ["why unscored"],
+            (
+                [
+                    _e(name),
+                    _e(better(name)),
+                    num(m.get("mean"), "unscored"),
+                    num(m.get("n_scored")),
+                    num(m.get("n_unscored")),
+                    _pass_rate(m),
+                    _metric_why(answerable, name, judgeless),
+                ]
+                for name, m in (s.get("metrics") or {}).items()
+            ),
+            numeric=(2, 3, 4, 5),
+        )
+    )
+    out.append(
+        table(
+            ["weakest link (the earliest gate that failed)", "questions not covered"],
+            ([_e(k), num(v)] for k, v in sorted((s.get("weakest_link") or {}).items())),
+            numeric=(1,),
+        )
+    )
+    if tier == "2":
+        out.append(_panels_section(s.get("panels"), judgeless))
+    return "\n".join(out)
+
+
+def _retrieval_table(s: dict[str, Any]) -> str:
+    rows = []
     for level, variants in (s.get("retrieval") or {}).items():
         for variant, metrics in variants.items():
             for key in ("recall_any@5", "recall_all@5", "ndcg@5", "recall_all@10"):
                 m = metrics.get(key) or {}
-                retrieval_rows.append(
-                    [
-                        _e(level),
-                        _e(variant),
-                        _e(key),
-                        pct(m.get("mean")),
-                        ci(m.get("low"), m.get("high")),
-                        num(m.get("n")),
-                    ]
+                rows.append(
+                    [_e(level), _e(variant), _e(key), pct(m.get("mean"), "excluded")]
+                    + [ci(m.get("low"), m.get("high"), m.get("n"), m.get("mean"), "all excluded")]
+                    + [num(m.get("n"))]
                 )
-    out.append(table(["level", "variant", "metric", "mean", "95% CI", "n"], retrieval_rows, (3, 5)))
+    out = ["<h3>Evidence recall (answerable questions in the tier)</h3>"]
+    out.append(table(["level", "variant", "metric", ("mean", HIGHER), "95% CI", "n"], rows, (3, 5)))
     excluded = s.get("excluded") or {}
     if any(excluded.values()):
         out.append(
@@ -257,52 +571,105 @@ def _tier_section(tier: str, s: dict[str, Any], rows: Sequence[ResultRow]) -> st
             + "; ".join(f"{_e(v)}: {len(ids)} question(s)" for v, ids in excluded.items())
             + "</p>"
         )
-    out.append("<h3>Payload tokens and efficiency</h3>")
-    series = {
-        "covered": [r.payload_tokens or 0 for r in answerable if r.covered is True],
-        "not covered": [r.payload_tokens or 0 for r in answerable if r.covered is False],
-        "unscored": [r.payload_tokens or 0 for r in answerable if r.covered is None],
+    return "\n".join(out)
+
+
+def _efficiency(tier: str, s: dict[str, Any], answerable: Sequence[ResultRow], judgeless: bool):
+    eff = s.get("efficiency") or {}
+    out = ["<h3>Payload tokens, latency and efficiency</h3>"]
+    series = {  # a payload never measured (None) is left out, never drawn as 0 tokens
+        label: [r.payload_tokens for r in answerable if r.covered is value]
+        for value, label in ((True, "covered"), (False, "not covered"), (None, "unscored"))
     }
-    out.append(histogram(f"Tier {tier}: payload tokens per answerable question", series))
+    series = {k: [v for v in vs if v is not None] for k, vs in series.items()}
+    title = f"Tier {tier}: payload tokens per answerable question ({LOWER} among covered)"
+    if any(series.values()):
+        out.append(histogram(title, series))
+    else:
+        out.append(no_chart(title, "no payload was measured"))
+    latency = {
+        stage: _median((_x(r, "latency_ms", {}) or {}).get(stage) for r in answerable)
+        for stage in ("retrieval", "reader")
+    }
     out.append(
         table(
             [
-                "median payload tokens (covered only, comparable)",
-                "median (all answerable, not comparable)",
+                ("median payload tokens, covered only (comparable)", LOWER),
+                ("median payload tokens, all answerable (not comparable)", LOWER),
+                ("median retrieval latency (ms)", LOWER),
+                ("median reader latency (ms)", LOWER),
             ],
             [
                 [
-                    num(eff.get("median_payload_tokens_covered")),
-                    num(eff.get("median_payload_tokens_all")),
+                    num(eff.get("median_payload_tokens_covered"), "– (nothing covered)"),
+                    num(eff.get("median_payload_tokens_all"), "– (no payload measured)"),
+                    num(latency["retrieval"], "– (not recorded)"),
+                    num(latency["reader"], "– (not recorded)"),
                 ]
             ],
-            numeric=(0, 1),
+            numeric=range(4),
         )
     )
-    out.append("<h3>Metrics and weakest links</h3>")
+    return "\n".join(out)
+
+
+def _panel_note(cell: dict[str, Any]) -> str:
+    if cell.get("questions", 0) == cell.get("abstention", 0):
+        return "abstention questions only (apart)"
+    return f"unscored ({cell.get('unscored', 0)})"
+
+
+def _panels_section(panels: dict[str, Any] | None, judgeless: bool) -> str:
+    out = ["<h3>Tier-2 panels</h3>"]
+    if not isinstance(panels, dict):
+        return out[0] + '<p class="nochart">summary.json holds no tier-2 panels (older bundle).</p>'
     out.append(
-        table(
-            ["metric", "mean score", "n scored", "n unscored", "pass rate"],
-            (
-                [
-                    _e(name),
-                    num(m.get("mean"), "unscored"),
-                    num(m.get("n_scored")),
-                    num(m.get("n_unscored")),
-                    _pass_rate(m),
-                ]
-                for name, m in (s.get("metrics") or {}).items()
-            ),
-            numeric=(1, 2, 3, 4),
-        )
+        '<p class="muted">Coverage is over answerable questions; citation scores are against '
+        "each scenario's <code>must_cite</code> / <code>must_not_cite</code> events; the "
+        "criteria score (0–100) needs a judge"
+        + (": <b>no judge in this run</b>, so it is unscored" if judgeless else "")
+        + ".</p>"
     )
-    out.append(
-        table(
-            ["weakest link", "questions"],
-            ([_e(k), num(v)] for k, v in sorted((s.get("weakest_link") or {}).items())),
-            numeric=(1,),
+    criteria_missing = "unscored (no judge)" if judgeless else "unscored"
+    for key, title in PANELS.items():
+        cells = panels.get(key) or {}
+        out.append(f"<h4>Per {_e(title)}</h4>")
+        if not cells:
+            why = "no COMBO scenario in this run" if key == "by_dimension" else "no question"
+            out.append(f'<p class="nochart">No {_e(title)} panel: {why}.</p>')
+            continue
+        bars = [
+            RateBar(k, v.get("coverage_rate"), n=v.get("covered", 0) + v.get("not_covered", 0))
+            if v.get("coverage_rate") is not None
+            else RateBar(k, None, note=_panel_note(v))
+            for k, v in cells.items()
+        ]
+        chart = f"Tier 2: coverage per {title} ({HIGHER})"
+        out.append(_rate_chart(chart, bars, "no answerable question was scored"))
+
+        def mean(v: dict[str, Any], name: str, missing: str = "unscored") -> str:
+            m = (v.get(name) or {}).get("mean")
+            if name == "criteria_score":
+                return num(round(m, 1) if m is not None else None, missing)
+            return pct(m, missing)
+
+        out.append(
+            table(
+                [title, "questions", "covered", "not covered", "unscored", ("coverage", HIGHER)]
+                + [("citation precision", HIGHER), ("citation recall", HIGHER)]
+                + [("criteria score", HIGHER), ("must-not-cite hits (questions)", LOWER)],
+                (
+                    [_e(k)]
+                    + [num(v.get(n)) for n in ("questions", "covered", "not_covered", "unscored")]
+                    + [pct(v.get("coverage_rate"), _panel_note(v))]
+                    + [mean(v, "citation_precision"), mean(v, "citation_recall")]
+                    + [mean(v, "criteria_score", criteria_missing)]
+                    + [num(v.get("must_not_cite_hit_questions"))]
+                    for k, v in cells.items()
+                ),
+                numeric=range(1, 10),
+            )
         )
-    )
     return "\n".join(out)
 
 
@@ -311,12 +678,16 @@ def _stage_section(manifest: dict[str, Any]) -> str:
     items = [(name, (v or {}).get("seconds")) for name, v in stages.items()]
     out = ["<h2>Stage timings</h2>"]
     if not items:
-        return out[0] + '<p class="muted">no stage timings recorded</p>'
-    out.append(value_bars("Seconds per stage", items, "s"))
+        return out[0] + '<p class="nochart">No stage timings recorded.</p>'
+    title = f"Seconds per stage ({LOWER})"
+    if has_values(items):
+        out.append(value_bars(title, items, "s"))
+    else:
+        out.append(no_chart(title, "no stage recorded its duration"))
     total = sum(v for _, v in items if v is not None)
     out.append(
         table(
-            ["stage", "seconds", "Dagster run"],
+            ["stage", ("seconds", LOWER), "Dagster run"],
             [
                 *(
                     [_e(n), num(v, "not recorded"), _e((stages[n] or {}).get("run_id") or "")]
@@ -383,31 +754,136 @@ def _llm_section(manifest: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _questions_section(rows: Sequence[ResultRow]) -> str:
-    return "<h2>Questions</h2>" + table(
-        ["question", "tier", "type", "abstention", "covered", "weakest link", "payload tokens"],
-        (
-            [
-                _e(r.question_id),
-                _e(r.tier),
-                _e(r.question_type),
-                "yes" if r.abstention else "",
-                _covered_text(r.covered),
-                _e(r.weakest_link or ""),
-                num(r.payload_tokens),
-            ]
-            for r in rows
-        ),
-        numeric=(6,),
+def _status_banner(run: RunBundle) -> str:
+    status = run.summary.get("status") or run.manifest.get("status")
+    info = run.summary.get("incomplete") or run.manifest.get("incomplete") or {}
+    if status == "incomplete":
+        causes = _counts(info.get("by_cause") or {}) or "cause not recorded"
+        stages = _counts(info.get("by_stage") or {}) or "not recorded"
+        return (
+            f'<div class="banner INCOMPLETE">INCOMPLETE: {num(info.get("questions"))} '
+            f"question(s) unscored by infrastructure failures — {_e(causes)}"
+            f"<small>by stage: {_e(stages)}. Every rate below leaves them out; they are not "
+            "misses. Nothing compares or calibrates an incomplete run: fix the cause and run "
+            "again.</small></div>"
+        )
+    if status == "complete":
+        return (
+            '<div class="banner COMPLETE">Complete: every question was measured'
+            "<small>no infrastructure failure left a question unscored.</small></div>"
+        )
+    return '<p class="warn">This bundle records no status (complete or incomplete).</p>'
+
+
+def _config_line(run: RunBundle, judgeless: bool) -> str:
+    p = run.pins
+    judge = p.get("judge")
+    model = judge.get("model") if isinstance(judge, dict) else judge
+    parts = [
+        ("reconciler", (p.get("reconciler") or {}).get("name")),
+        ("retriever", (p.get("retriever") or {}).get("retriever")),
+        ("top k", p.get("top_k")),
+        ("reader", p.get("reader")),
+        ("judge", "none" if judgeless else model),
+    ]
+    text = ", ".join(f"{k} <b>{_e(v)}</b>" for k, v in parts if v is not None)
+    if judgeless:
+        text += (
+            ' <span class="muted">(no judge: judged metrics and abstention questions are '
+            "unscored, never 0)</span>"
+        )
+    return f"<p>{text}</p>"
+
+
+def _question_card(r: ResultRow, text: str | None, judgeless: bool) -> str:
+    label, klass = next((lab, k) for v, lab, k in OUTCOMES if v is r.covered)
+    head = f'<span class="badge">{_e(label)}</span> · <code>{_e(r.question_id)}</code>'
+    head += f" · tier {_e(r.tier)} · {_e(r.question_type)}"
+    if r.abstention:
+        head += " · abstention (apart)"
+    shown = (
+        f'<div class="text">{_e(text)}</div>'
+        if text is not None
+        else f'<div class="text muted">{_e(r.question_id)} (question text unavailable)</div>'
     )
+    answer = _x(r, "answer")
+    latency = _x(r, "latency_ms", {}) or {}
+    payload = "payload not measured" if r.payload_tokens is None else None
+    cost = (payload or f"{num(r.payload_tokens)} payload tokens") + "".join(
+        f" · {_e(k)} {num(v)} ms" for k, v in latency.items() if v is not None
+    )
+    rows = [
+        ("expected answer", _e(_x(r, "expected_output", "")) or '<span class="muted">none</span>'),
+        (
+            "hypothesis",
+            _e(answer) if answer is not None else '<span class="muted">no answer produced</span>',
+        ),
+        ("outcome" if r.covered else "why " + label, why(r, judgeless)[1]),
+        ("cost", f'{cost} <span class="dir">({LOWER})</span>'),
+    ]
+    for key, title in (("errors", "system errors (a miss)"), ("notes", "notes")):
+        if _x(r, key):
+            rows.append((title, "<br>".join(_e(v) for v in _x(r, key))))
+    context = [str(c) for c in _x(r, "retrieval_context", [])]
+    if context:
+        items = "".join(f"<li><pre>{_e(c)}</pre></li>" for c in context)
+        ctx = f"<details><summary>retrieved context: {len(context)} item(s)</summary>"
+        ctx += f"<ol>{items}</ol></details>"
+    else:
+        ctx = '<p class="muted">retrieved context: nothing retrieved</p>'
+    kv = "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
+    return (
+        f'<div class="q {klass}" id="q-{_e(r.question_id)}"><div>{head}</div>{shown}'
+        f"<table>{kv}</table>{ctx}</div>"
+    )
+
+
+def _questions_section(run: RunBundle, judgeless: bool) -> str:
+    texts, note = question_texts(run)
+    out = ["<h2>Questions</h2>"]
+    if note:
+        out.append(
+            f'<p class="warn">Question text unavailable for some questions ({_e(note)}): '
+            "their id stands in.</p>"
+        )
+    ordered = [r for value, _, _ in OUTCOMES for r in run.rows if r.covered is value]
+    out.append(
+        table(
+            ["question", "text", "tier", "type", "abstention", "outcome", "why"]
+            + [("payload tokens", LOWER)],
+            (
+                [
+                    f'<a href="#q-{_e(r.question_id)}">{_e(r.question_id)}</a>',
+                    _e(_clip(texts.get(r.question_id))) or '<span class="muted">unavailable</span>',
+                    _e(r.tier),
+                    _e(r.question_type),
+                    "yes" if r.abstention else "",
+                    _e(next(lab for v, lab, _ in OUTCOMES if v is r.covered)),
+                    _e(why(r, judgeless)[0]),
+                    num(r.payload_tokens, "not measured"),
+                ]
+                for r in ordered
+            ),
+            numeric=(7,),
+        )
+    )
+    for value, label, _ in OUTCOMES:
+        group = [r for r in ordered if r.covered is value]
+        if group:
+            out.append(f"<h3>{_e(label.capitalize())} ({len(group)})</h3>")
+            out += [_question_card(r, texts.get(r.question_id), judgeless) for r in group]
+    return "\n".join(out)
 
 
 def render_run_report(run: RunBundle) -> str:
     m = run.manifest
+    judgeless = no_judge(run)
     header = [
         f"<h1>Run {_e(run.name)}</h1>",
         f'<p class="muted">{_e(run.path)}<br>started {_e(m.get("started_at", "?"))}, '
         f"ended {_e(m.get('ended_at', '?'))}; Dagster run {_e(m.get('dagster_run_id', 'n/a'))}</p>",
+        _status_banner(run),
+        _config_line(run, judgeless),
     ]
     if m.get("comparable") is False:
         header.append(
@@ -419,28 +895,27 @@ def render_run_report(run: RunBundle) -> str:
     header.append(
         '<p class="muted">Rates are over answerable questions; abstention questions are '
         "reported apart. A question whose gating metric was not taken is <i>unscored</i>, "
-        "never a failure; a rate over nothing scored is shown as unscored, not 0%.</p>"
+        "never a failure; a rate over nothing scored is shown as unscored, not 0%. "
+        "Tiers are never blended. Each question, with what it was asked, what came back and "
+        'why it failed, is listed at the end (<a href="#questions">questions</a>).</p>'
     )
     by_tier: dict[str, list[ResultRow]] = defaultdict(list)
     for r in run.rows:
         by_tier[r.tier].append(r)
     tiers = [
-        _tier_section(tier, s, by_tier.get(tier, []))
+        _tier_section(tier, s, by_tier.get(tier, []), judgeless)
         for tier, s in (run.summary.get("tiers") or {}).items()
     ]
-    pins = table(
-        ["pin", "value"],
-        ([_e(k), _json_cell(v)] for k, v in _flatten(run.pins)),
-    )
+    pins = table(["pin", "value"], ([_e(k), _json_cell(v)] for k, v in _flatten(run.pins)))
     return page(
         f"Run {run.name}",
         [
             *header,
             *tiers,
+            '<div id="questions"></div>' + _questions_section(run, judgeless),
             _stage_section(m),
             _llm_section(m),
             "<h2>Pins</h2>" + pins,
-            _questions_section(run.rows),
         ],
     )
 
@@ -474,14 +949,13 @@ def _delta_rows(deltas: Sequence[PairedDelta]) -> list[list[str]]:
     for d in deltas:
         style = "real" if d.classification == "real" else ""
         klass = f'<span class="{style}">{_e(d.classification)}</span>'
+        nothing = "nothing scored in both"
         rows.append(
             [
                 _e(d.label),
-                pct(d.base_rate),
-                pct(d.candidate_rate),
-                '<span class="unscored">unscored</span>'
-                if d.delta_pp is None
-                else f"{d.delta_pp:+.1f} pp",
+                pct(d.base_rate, nothing),
+                pct(d.candidate_rate, nothing),
+                dash(nothing) if d.delta_pp is None else f"{d.delta_pp:+.1f} pp",
                 str(d.pairs),
                 str(d.excluded_unscored),
                 f"b={d.b}, c={d.c}",
@@ -493,11 +967,11 @@ def _delta_rows(deltas: Sequence[PairedDelta]) -> list[list[str]]:
     return rows
 
 
-DELTA_HEADERS = [
+DELTA_HEADERS: list[Header] = [
     "scope",
-    "base",
-    "candidate",
-    "delta",
+    ("base coverage", HIGHER),
+    ("candidate coverage", HIGHER),
+    ("delta", "positive is better"),
     "paired",
     "unscored (left out)",
     "discordant",
@@ -505,6 +979,31 @@ DELTA_HEADERS = [
     "noise floor",
     "classification",
 ]
+
+
+def _run_status(ref_path: str) -> tuple[RunBundle | None, str]:
+    """The run behind a comparison side, and a line saying whether it is complete."""
+    try:
+        run = load_run(ref_path)
+    except BundleError as exc:
+        return None, f"status unknown: {exc}"
+    status = run.summary.get("status") or run.manifest.get("status") or "not recorded"
+    info = run.summary.get("incomplete") or {}
+    if status == "incomplete":
+        causes = _counts(info.get("by_cause") or {}) or "cause not recorded"
+        return (
+            run,
+            f"INCOMPLETE: {info.get('questions', '?')} unscored by infrastructure ({causes})",
+        )
+    return run, status
+
+
+def _efficiency_delta_pct(e: Efficiency) -> str:
+    if e.delta_pct is not None:
+        return f"{e.delta_pct:+.1f}%"
+    if not e.covered_in_both:
+        return dash("nothing covered in both")
+    return dash("base median is 0")
 
 
 def render_comparison_report(c: Comparison) -> str:
@@ -523,15 +1022,22 @@ def render_comparison_report(c: Comparison) -> str:
             f"<p>Noise floor: {_e(c.noise_floor or 'given in memory')}<br>"
             f'<span class="muted">{_e(c.noise_floor_note or "")}</span></p>'
         )
+    base_run, base_status = _run_status(c.base.path)
+    cand_run, cand_status = _run_status(c.candidate.path)
     out.append(
         table(
-            ["", "run", "path"],
+            ["", "run", "status", "path"],
             [
-                ["base", _e(c.base.name), _e(c.base.path)],
-                ["candidate", _e(c.candidate.name), _e(c.candidate.path)],
+                ["base", _e(c.base.name), _e(base_status), _e(c.base.path)],
+                ["candidate", _e(c.candidate.name), _e(cand_status), _e(c.candidate.path)],
             ],
         )
     )
+    if "INCOMPLETE" in base_status or "INCOMPLETE" in cand_status:
+        out.append(
+            '<p class="warn">An incomplete run is part of this comparison: its unscored '
+            "questions are left out of every pair, so fewer questions decide.</p>"
+        )
     out.append(f'<p class="muted">Rule: {_e(c.rule)}</p>')
     out.append("<h2>What changed</h2>")
     out.append(
@@ -547,7 +1053,11 @@ def render_comparison_report(c: Comparison) -> str:
     bars = [
         DeltaBar(d.label, d.delta_pp, d.floor_pp, d.classification) for d in [*c.tiers, *c.by_type]
     ]
-    out.append(delta_bars("Coverage delta, candidate − base (grey band: noise floor)", bars))
+    title = "Coverage delta, candidate − base, positive is better (grey band: noise floor)"
+    if any(b.delta_pp is not None for b in bars):
+        out.append(delta_bars(title, bars))
+    else:
+        out.append(no_chart(title, "no question was scored in both runs"))
     out.append(table(DELTA_HEADERS, _delta_rows(c.tiers), numeric=(1, 2, 3, 4, 5, 7, 8)))
     out.append("<h2>Coverage deltas per question type</h2>")
     out.append(table(DELTA_HEADERS, _delta_rows(c.by_type), numeric=(1, 2, 3, 4, 5, 7, 8)))
@@ -559,19 +1069,19 @@ def render_comparison_report(c: Comparison) -> str:
             [
                 "tier",
                 "covered in both",
-                "base median tokens",
-                "candidate median tokens",
-                "delta",
-                "delta %",
+                ("base median tokens", LOWER),
+                ("candidate median tokens", LOWER),
+                ("delta", "negative is better"),
+                ("delta %", "negative is better"),
             ],
             (
                 [
                     _e(e.tier),
                     str(e.covered_in_both),
-                    num(e.base_median_tokens),
-                    num(e.candidate_median_tokens),
-                    num(e.delta_tokens),
-                    "n/a" if e.delta_pct is None else f"{e.delta_pct:+.1f}%",
+                    num(e.base_median_tokens, "– (nothing covered in both)"),
+                    num(e.candidate_median_tokens, "– (nothing covered in both)"),
+                    num(e.delta_tokens, "– (nothing covered in both)"),
+                    _efficiency_delta_pct(e),
                 ]
                 for e in c.efficiency
             ),
@@ -579,6 +1089,9 @@ def render_comparison_report(c: Comparison) -> str:
         )
     )
     out.append('<p class="muted">Efficiency is reported, never decisive.</p>')
+    texts = question_texts(cand_run)[0] if cand_run else {}
+    if base_run:
+        texts = {**question_texts(base_run)[0], **texts}
     for title, flips, failing in (
         ("Lost: covered in base, not in candidate", c.lost, "candidate"),
         ("Gained: covered in candidate, not in base", c.gained, "base"),
@@ -586,10 +1099,13 @@ def render_comparison_report(c: Comparison) -> str:
         out.append(f"<h2>{_e(title)} ({len(flips)})</h2>")
         out.append(
             table(
-                ["question", "tier", "type", "abstention", f"weakest link ({failing} run)"],
+                ["question", "text", "tier", "type", "abstention", f"weakest link ({failing} run)"],
                 (
                     [
                         _e(f.question_id),
+                        _e(texts[f.question_id])
+                        if f.question_id in texts
+                        else '<span class="muted">text unavailable</span>',
                         _e(f.tier),
                         _e(f.question_type),
                         "yes" if f.abstention else "",

@@ -1,7 +1,9 @@
 """Inline SVG charts for the HTML reports: no JavaScript, no external files, no libraries.
 
 Each function returns one `<svg>` element as text. Labels are escaped here; a value that was
-not scored is drawn as the word "unscored", never as an empty (zero) bar.
+not scored is drawn as the word "unscored" (or the bar's own note saying why), never as an
+empty (zero) bar. A chart with nothing to draw at all is the caller's to replace by a line of
+text (`has_rates`, `has_values`): these functions always draw what they are given.
 """
 
 from __future__ import annotations
@@ -26,6 +28,15 @@ class RateBar:
     low: float | None = None
     high: float | None = None
     n: int = 0
+    note: str | None = None  # drawn instead of a bar when rate is None: why it is missing
+
+
+def has_rates(bars: Sequence[RateBar]) -> bool:
+    return any(b.rate is not None for b in bars)
+
+
+def has_values(items: Sequence[tuple[str, float | None]]) -> bool:
+    return any(v is not None for _, v in items)
 
 
 def _svg(width: int, height: int, title: str, body: list[str]) -> str:
@@ -59,14 +70,14 @@ def rate_bars(title: str, bars: Sequence[RateBar], missing: str = "unscored") ->
         if bar.rate is None:
             body.append(
                 f'<text x="{LABEL_W + 4}" y="{mid + 4:.1f}" fill="{COLORS["unscored"]}" '
-                f'font-style="italic">{escape(missing)}</text>'
+                f'font-style="italic">{escape(bar.note or missing)}</text>'
             )
             continue
         w = BAR_W * bar.rate
         body.append(
             f'<rect x="{LABEL_W}" y="{y + 4}" width="{w:.1f}" height="{ROW_H - 8}" fill="#5c8fd6"/>'
         )
-        if bar.low is not None and bar.high is not None:
+        if bar.low is not None and bar.high is not None and bar.high > bar.low:
             x1, x2 = LABEL_W + BAR_W * bar.low, LABEL_W + BAR_W * bar.high
             body.append(
                 f'<line x1="{x1:.1f}" y1="{mid:.1f}" x2="{x2:.1f}" y2="{mid:.1f}" '

@@ -268,3 +268,149 @@ def usage_snapshot(
             entry.pop("cache_replayed", None)
             entry.pop("sample_identity", None)
     return snapshot
+
+
+# --- bundles for the reports: question text, infrastructure failures, no judge, tier 2 -----
+
+
+def golden(
+    qid: str,
+    text: str,
+    *,
+    tier: int = 1,
+    qtype: str = "multi-session",
+    abstention: bool = False,
+    use_case: str = "BUG",
+    difficulty: str = "easy",
+    source_mix: tuple[str, ...] = ("doc",),
+    dimensions: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """A goldens.jsonl row (the fields reports and tier-2 panels read)."""
+    meta: dict[str, Any] = {"tier": tier, "question_type": qtype, "abstention": abstention}
+    if tier == 2:
+        meta.update(
+            use_case=use_case,
+            difficulty=difficulty,
+            source_mix=list(source_mix),
+            dimensions=list(dimensions),
+        )
+    return {"input": text, "expected_output": "expected", "name": qid, "additional_metadata": meta}
+
+
+def infra_row(
+    qid: str,
+    cause: str = "graph_server",
+    *,
+    stage: str = "retrieval",
+    error: str = "ServiceUnavailable: graph server stopped answering",
+    **kw: Any,
+) -> dict[str, Any]:
+    """A row the pipeline's own failure left unscored, as the scorer writes it."""
+    r = row(qid, None, **kw)
+    r["infra_failures"] = [{"stage": stage, "cause": cause, "error": error}]
+    if stage == "retrieval":
+        for level in LEVELS:
+            for variant in VARIANTS:
+                values = r["retrieval_metrics"][level][variant]
+                r["retrieval_metrics"][level][variant] = dict.fromkeys(values)
+        r["retrieval_metrics"]["excluded"] = dict.fromkeys(
+            VARIANTS, f"unscored: infrastructure failure ({cause})"
+        )
+        r["payload_tokens"] = None
+        r["retrieval_context"] = []
+        r["answer"] = None
+    r["metrics"]["answer_judge"].update(
+        reason="not judged: retrieval was not measured" if stage == "retrieval" else "judge failed",
+        error=None if stage == "retrieval" else error,
+    )
+    return r
+
+
+def no_judge_row(qid: str, covered: bool, *, abstention: bool = False, **kw: Any) -> dict:
+    """A row of a run without a judge: evidence recall alone gates an answerable question;
+    the judged metrics are unscored, so an abstention question is undecided (unscored)."""
+    r = row(qid, None if abstention else covered, abstention=abstention, **kw)
+    recall = r["retrieval_metrics"]["turn"]["all"]["recall_all@10"]
+    r["metrics"] = {
+        "evidence_recall": {
+            "score": recall,
+            "threshold": None if abstention else 1.0,
+            "passed": None if abstention else covered,
+            "gating": not abstention,
+            "reason": "abstention question: no evidence to recall"
+            if abstention
+            else f"turn recall_all@10 over all evidence turns = {recall:g}",
+            "error": None,
+        },
+        **{
+            name: {
+                "score": None,
+                "threshold": None,
+                "passed": None,
+                "gating": False,
+                "reason": "unscored: no judge",
+                "error": None,
+            }
+            for name in ("answer_judge", "answer_coverage", "contextual_recall")
+        },
+    }
+    return r
+
+
+def with_citations(r: dict[str, Any], precision: float | None, recall: float | None) -> dict:
+    """A tier-2 row with its citation metrics (and the criteria score, unscored: no judge)."""
+    for name, score in (("citation_precision", precision), ("citation_recall", recall)):
+        r["metrics"][name] = {
+            "score": score,
+            "threshold": None,
+            "passed": None,
+            "gating": False,
+            "reason": "cited",
+            "error": None,
+        }
+    r["metrics"]["criteria_score"] = {
+        "score": None,
+        "threshold": None,
+        "passed": None,
+        "gating": False,
+        "reason": "unscored: no judge",
+        "error": None,
+    }
+    return r
+
+
+def write_run_with_goldens(
+    runs_dir: Path,
+    rows: list[dict[str, Any]],
+    goldens: list[dict[str, Any]] | None,
+    *,
+    label: str = "run",
+    pins: dict[str, Any] | None = None,
+    **manifest_extra: Any,
+) -> Path:
+    """A bundle as `scored_run` writes it: the goldens artifact named in the manifest (its
+    sha256 pinned), tier-2 panels in the summary, the status in the manifest. `goldens`
+    None: the manifest names no goldens artifact."""
+    from eval_pipeline.corpus.jsonl import write_jsonl
+    from eval_pipeline.corpus.upstream import file_sha256
+    from eval_pipeline.tier2.panels import tier2_panels
+
+    started = T0 + timedelta(minutes=next(_counter))
+    pins = copy.deepcopy(pins if pins is not None else BASE_PINS)
+    m = manifest(pins, **manifest_extra)
+    if goldens is not None:
+        artifact = Path(runs_dir) / "_artifacts" / uuid.uuid4().hex[:12] / "goldens"
+        artifact.mkdir(parents=True)
+        write_jsonl(artifact / "goldens.jsonl", goldens)
+        pins = set_pin(pins, "corpus.goldens_sha256", file_sha256(artifact / "goldens.jsonl"))
+        m["pins"] = pins
+        m["stages"] = {"goldens": {"run_id": "r0", "seconds": 0.1, "artifact": str(artifact)}}
+        m["stages"].update(manifest()["stages"])
+    summary = summarize(rows)
+    if "2" in summary["tiers"]:
+        summary["tiers"]["2"]["panels"] = tier2_panels(rows, goldens or [])
+    m.update(started_at=started.isoformat(), status=summary["status"])
+    m["incomplete"] = summary["incomplete"]
+    return write_bundle(
+        runs_dir, manifest=m, rows=rows, summary=summary, label=label, started=started
+    )

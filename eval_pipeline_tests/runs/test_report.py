@@ -105,7 +105,8 @@ def test_unscored_is_shown_as_unscored_never_zero(tmp_path):
     assert re.search(r"abstention coverage.*?unscored", html, re.S)
     # The coverage chart draws the word, not an empty bar.
     assert re.search(r"<svg[^>]*aria-label=\"Tier 1: coverage per question type[^<]*<title>", html)
-    assert ">unscored</text>" in html
+    # ... saying why: the judge's gate was not taken.
+    assert ">unscored — answer_judge not taken (2)</text>" in html
 
 
 def test_comparison_report_files_and_content(tmp_path):

@@ -1,0 +1,94 @@
+"""The run report of a real bundle: `eval-pipeline run --tier all --light` offline (no judge,
+real embedded graph server, real Dagster instance), read back from the parsed page."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval_pipeline.corpus.jsonl import read_jsonl
+from eval_pipeline_tests.runs.html_dom import parse
+from eval_pipeline_tests.runs.test_report_readable import (
+    assert_dashes_say_why,
+    assert_no_empty_chart,
+    card,
+    charts,
+    section,
+)
+
+EXE = str(Path(sys.executable).with_name("eval-pipeline"))
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("real")
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "CONFIDENT_API_KEY"},
+        "EVAL_PIPELINE_HOME": str(root / "state"),
+        "DAGSTER_HOME": str(root / "state" / "dagster_home"),
+    }
+    try:
+        res = subprocess.run(
+            [EXE, "run", "--tier", "all", "--light", "--runs-dir", str(root / "runs")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert res.returncode == 0, res.stderr[-3000:]
+        run_dir = Path(res.stdout.strip().splitlines()[-1])
+        rep = subprocess.run(
+            [EXE, "report", str(run_dir)], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert rep.returncode == 0, rep.stderr
+        yield run_dir
+    finally:
+        subprocess.run([EXE, "graph", "stop"], env=env, capture_output=True, timeout=60)
+
+
+def test_real_bundle_report_reads_for_people(real_run):
+    html = (real_run / "report.html").read_text(encoding="utf-8")
+    doc = parse(html)
+    manifest = json.loads((real_run / "manifest.json").read_text())
+    rows = list(read_jsonl(real_run / "results.jsonl"))
+    goldens = Path(manifest["stages"]["goldens"]["artifact"]) / "goldens.jsonl"
+    texts = {g["name"]: g["input"] for g in read_jsonl(goldens)}
+    assert {r["tier"] for r in rows} == {1, 2}
+
+    # Status first; no judge said so.
+    assert doc.find("div", cls="banner").text().startswith("Complete: every question")
+    assert "judge none" in doc.text()
+    # Tier-2 panels, each with a chart.
+    for title in ("use case", "difficulty", "source mix", "COMBO dimension"):
+        assert any(n.tag == "svg" for n in section(doc, "h4", f"Per {title}")), title
+    # Every question: its text from the goldens, expected, hypothesis, context, why.
+    assert not any("Question text unavailable" in p.text() for p in doc.find_all("p"))
+    for r in rows:
+        node, kv = card(doc, r["question_id"])
+        assert node.find(cls="text").text() == texts[r["question_id"]]
+        assert kv["expected answer"] == r["expected_output"]
+        assert kv["hypothesis"] == r["answer"]
+        if r["retrieval_context"]:  # turn text (dashes, degrees, quotes) round-trips
+            assert [li.text() for li in node.find("details").find_all("li")] == [
+                str(c) for c in r["retrieval_context"]
+            ]
+        if r["covered"] is False:
+            assert kv["why not covered"].startswith(f"{r['weakest_link']} failed")
+        elif r["covered"] is None:  # the abstention questions: no judge decides them
+            assert r["abstention"]
+            assert kv["why unscored"].startswith("unscored, not a failure: no judge in this run")
+    assert any(r["covered"] is False for r in rows) and any(r["covered"] is None for r in rows)
+    # Directions, intervals, charts.
+    for tab in doc.find_all("table"):
+        if tab.headers()[:2] == ["metric", "good direction"]:
+            for r in tab.rows():
+                assert r[1] in ("higher is better", "lower is better"), r
+    assert all("is better" in label for label in charts(doc))
+    assert_dashes_say_why(doc)
+    assert_no_empty_chart(doc)
+    assert not doc.find_all("script") and "https://" not in html
