@@ -1,8 +1,10 @@
-"""Start and stop `dagster-webserver` on loopback for a check, by process group.
+"""Start and stop `dagster-webserver` (and, when runs must be dequeued, `dagster-daemon`) on
+loopback for a check, each by its process group.
 
-The server runs in its own session (the `set -m` of a shell script): SIGTERM to its group
-reaches the webserver and the code server it spawns, and a Ctrl-C meant for us does not
-reach it half-way through a check.
+Each runs in its own session (the `set -m` of a shell script): SIGTERM to its group reaches
+it and the code server and run workers it spawns, and a Ctrl-C meant for us does not reach it
+half-way through a check. Both take the environment they are given (a check's own
+DAGSTER_HOME and state dir), never more than the caller's.
 """
 
 from __future__ import annotations
@@ -20,6 +22,24 @@ from typing import Any
 
 from eval_pipeline.ops.browser import kill_group
 from eval_pipeline.ports import port_is_free
+
+
+def _start_in_own_group(args: list[str], log_path: Path, env: dict[str, str]) -> subprocess.Popen:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env=env, start_new_session=True,
+        )  # fmt: skip
+
+
+def _log_tail(log_path: Path) -> str:
+    try:
+        lines = log_path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
 
 DEFINITIONS_MODULE = "eval_pipeline.definitions"
 
@@ -42,12 +62,19 @@ def _opener() -> urllib.request.OpenerDirector:
 
 class DagsterWebserver:
     """`dagster-webserver -h 127.0.0.1 -p PORT -m eval_pipeline.definitions` as a context
-    manager; DAGSTER_HOME must already point at the instance to show."""
+    manager; DAGSTER_HOME (in `env`, else ours) must already point at the instance to show."""
 
-    def __init__(self, port: int, log_path: Path, module: str = DEFINITIONS_MODULE) -> None:
+    def __init__(
+        self,
+        port: int,
+        log_path: Path,
+        module: str = DEFINITIONS_MODULE,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.port = port
         self.log_path = log_path
         self.module = module
+        self.env = dict(env) if env is not None else None
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -74,39 +101,33 @@ class DagsterWebserver:
         if not port_is_free(self.port):
             # Else we might check someone else's server (another instance, another version).
             raise WebserverError(f"port {self.port} on 127.0.0.1 is in use; pick another --port")
-        if not os.environ.get("DAGSTER_HOME"):
+        env = self.env if self.env is not None else os.environ.copy()
+        if not env.get("DAGSTER_HOME"):
             raise WebserverError("DAGSTER_HOME is not set (call ensure_dagster_home() first)")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         # The same interpreter as ours: the same venv, the same dagster version.
         args = [sys.executable, "-m", "dagster_webserver", "-h", "127.0.0.1"]
         args += ["-p", str(self.port), "-m", self.module]
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=os.environ.copy(), start_new_session=True,
-            )  # fmt: skip
+        self.proc = _start_in_own_group(args, self.log_path, env)
 
     def stop(self) -> None:
         if self.proc is not None:
             kill_group(self.proc, grace=15)
 
-    def _log_tail(self) -> str:
-        try:
-            lines = self.log_path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return ""
-        return lines[-1] if lines else ""
-
     def _check_alive(self) -> None:
         assert self.proc is not None
         if self.proc.poll() is not None:
             raise WebserverError(
-                f"dagster-webserver exited with {self.proc.returncode}: {self._log_tail()} "
-                f"(log: {self.log_path})"
+                f"dagster-webserver exited with {self.proc.returncode}: "
+                f"{_log_tail(self.log_path)} (log: {self.log_path})"
             )
 
-    def graphql(self, query: str, timeout: float = 10) -> dict[str, Any]:
-        body = json.dumps({"query": query}).encode("utf-8")
+    def graphql(
+        self, query: str, variables: dict[str, Any] | None = None, timeout: float = 10
+    ) -> dict[str, Any]:
+        payload: dict[str, Any] = {"query": query}
+        if variables is not None:
+            payload["variables"] = variables
+        body = json.dumps(payload).encode("utf-8")
         req = urllib.request.Request(
             f"{self.base_url}/graphql", data=body, headers={"Content-Type": "application/json"}
         )
@@ -142,3 +163,52 @@ class DagsterWebserver:
             last = "code location loading"
             time.sleep(0.5)
         raise WebserverError(f"dagster-webserver not ready after {timeout:.0f} s: {last}")
+
+
+class DagsterDaemon:
+    """`dagster-daemon run -m eval_pipeline.definitions` as a context manager, in its own
+    process group: what dequeues runs (the instance's run coordinator is the queued one, with
+    tag concurrency limits), runs sensors and retries crashed runs, as under `dagster dev`."""
+
+    def __init__(
+        self, log_path: Path, module: str = DEFINITIONS_MODULE, env: dict[str, str] | None = None
+    ) -> None:
+        self.log_path = log_path
+        self.module = module
+        self.env = dict(env) if env is not None else None
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def __enter__(self) -> DagsterDaemon:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        env = self.env if self.env is not None else os.environ.copy()
+        if not env.get("DAGSTER_HOME"):
+            raise WebserverError("DAGSTER_HOME is not set for dagster-daemon")
+        args = [sys.executable, "-m", "dagster._daemon", "run", "-m", self.module]
+        self.proc = _start_in_own_group(args, self.log_path, env)
+
+    def check_alive(self) -> None:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise WebserverError(
+                f"dagster-daemon exited with {self.proc.returncode}: "
+                f"{_log_tail(self.log_path)} (log: {self.log_path})"
+            )
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            kill_group(self.proc, grace=15)
