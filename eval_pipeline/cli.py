@@ -17,6 +17,7 @@ from eval_pipeline.corpus.errors import CorpusError
 from eval_pipeline.corpus.sampling import SampleSpec
 from eval_pipeline.corpus.upstream import HF_REVISION, UpstreamSpec
 from eval_pipeline.llm.errors import LLMError
+from eval_pipeline.preflight import PreflightError
 from eval_pipeline.run_chain import RunOptions
 
 
@@ -117,32 +118,56 @@ RUN_OPTION_KEYS = (
     "repeat_reconcile",
     "repeat_salt",
     "wait_for_graph",
+    "verbose",
     "tier",
     "light",
 )
 
 
 def run_options_from_args(args: argparse.Namespace) -> RunOptions:
-    """--config FILE first (JSON or YAML, the same keys), then the options given."""
-    values: dict = {}
+    """--config FILE first (JSON or YAML, the CLI's own option names), then the options given
+    on the command line, which win."""
     if args.config:
-        values = load_config_file(Path(args.config))
-    upstream_keys = ("upstream", "variant", "sha256", "revision")
-    sample_keys = ("sample", "seed", "floor", "max_sessions_per_question")
-    if any(_given(args, k) for k in upstream_keys) or "upstream" not in values:
-        values["upstream"] = upstream_spec_from_args(args)
-    if any(getattr(args, k) is not None for k in sample_keys) or "sample" not in values:
-        values["sample"] = sample_spec_from_args(args)
+        merge_config(args, load_config_file(Path(args.config)), Path(args.config))
+    values: dict = {
+        "upstream": upstream_spec_from_args(args),
+        "sample": sample_spec_from_args(args),
+    }
     for key in RUN_OPTION_KEYS:
         if getattr(args, key) is not None:
             values[key] = getattr(args, key)
     return RunOptions.model_validate(values)
 
 
-def _given(args: argparse.Namespace, key: str) -> bool:
-    """Was the option given on the command line (not just its parser default)?"""
-    value = getattr(args, key, None)
-    return value is not None and not (key == "revision" and value == HF_REVISION)
+def merge_config(args: argparse.Namespace, config: dict, path: Path) -> None:
+    """Fill `args` from a --config mapping whose keys are `run`'s options (`top-k` or `top_k`);
+    an option given on the command line is kept. Values are converted as the command line's
+    would be; an unknown key or a bad value is one line naming it."""
+    actions = {
+        a.dest: a
+        for a in args._run_parser._actions  # noqa: SLF001 - the run parser's own options
+        if a.option_strings and a.dest not in ("help", "config")
+    }
+    for raw_key, value in config.items():
+        key = str(raw_key).replace("-", "_")
+        action = actions.get(key)
+        if action is None:
+            valid = ", ".join(sorted(k.replace("_", "-") for k in actions))
+            raise UsageError(f"--config {path}: unknown key {raw_key!r}; valid keys: {valid}")
+        if getattr(args, key) != action.default:
+            continue  # given on the command line: it wins
+        if value is not None and action.type is not None and not isinstance(value, bool):
+            try:
+                value = action.type(value)
+            except (TypeError, ValueError):
+                raise UsageError(
+                    f"--config {path}: {raw_key}: {value!r} is not a valid "
+                    f"{getattr(action.type, '__name__', 'value')}"
+                ) from None
+        if action.choices is not None and value not in action.choices:
+            choices = ", ".join(map(str, action.choices))
+            raise UsageError(f"--config {path}: {raw_key}: {value!r} is not one of {choices}")
+        setattr(args, key, value)
 
 
 def load_config_file(path: Path) -> dict:
@@ -226,8 +251,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="wait this long for another chain holding the graph instance (default: refuse)",
     )
-    p.add_argument("--config", metavar="FILE", help="YAML/JSON file with the same options")
-    p.set_defaults(func=cmd_run)
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        default=None,
+        help="also print Dagster's own log lines (by default: one line per stage)",
+    )
+    p.add_argument(
+        "--config", metavar="FILE", help="YAML/JSON file of the same options (top-k or top_k)"
+    )
+    p.set_defaults(func=cmd_run, _run_parser=p)
 
     from eval_pipeline.graph.cli import register as register_graph
     from eval_pipeline.ops.cli import register as register_ops
@@ -244,14 +277,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CorpusError, UsageError, LLMError) as exc:
+    except (CorpusError, UsageError, LLMError, PreflightError) as exc:
         print(f"eval-pipeline: error: {exc}", file=sys.stderr)
         return 2
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         message = first["msg"].removeprefix("Value error, ")
-        print(f"eval-pipeline: error: option {where}: {message}", file=sys.stderr)
+        option = "--" + where.replace("_", "-") if "." not in where else where
+        print(f"eval-pipeline: error: option {option}: {message}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"eval-pipeline: error: {exc}", file=sys.stderr)

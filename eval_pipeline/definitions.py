@@ -15,9 +15,10 @@ from eval_pipeline.assets.resources import CorpusSettings, ProjectPaths
 from eval_pipeline.assets.retrieval import RETRIEVAL_ASSETS, RETRIEVAL_CHECKS, RetrievalSettings
 from eval_pipeline.assets.scoring import SCORING_ASSETS, SCORING_CHECKS, ScoringSettings
 from eval_pipeline.graph.store import GraphStore
+from eval_pipeline.ops.chain import run_chain_stages
 from eval_pipeline.ops.schedules import OPS_SCHEDULES
 from eval_pipeline.ops.sensors import OPS_SENSORS
-from eval_pipeline.ops.tags import CHAIN_RUN_TAGS
+from eval_pipeline.ops.tags import CHAIN_JOB_NAME, CHAIN_RUN_TAGS, STAGE_JOB_NAME, STAGE_RUN_TAGS
 
 ALL_ASSETS = [
     *CORPUS_ASSETS,
@@ -54,23 +55,36 @@ def graph_store() -> GraphStore:
     )
 
 
-# One graph database per chain: steps run one after another in one process (the
-# multiprocess executor costs ~2.5 s per step here and buys no parallelism).
-eval_chain = dg.define_asset_job(
-    name="eval_chain",
+# The assets' own job: one stage of the chain runs in it (ops/chain.py), in one process (the
+# multiprocess executor costs ~2.5 s per step here and buys nothing on one graph database).
+eval_stage = dg.define_asset_job(
+    name=STAGE_JOB_NAME,
     selection=dg.AssetSelection.all(),
     executor_def=dg.in_process_executor,
-    description="The whole evaluation chain, upstream file to the scored run.",
-    # The queued coordinator (deploy/dagster.yaml) allows one run per graph instance.
-    # Run retries only for crashes, from scratch (CHAIN_RUN_TAGS): a step failure is never
-    # retried, so a wiped-and-half-injected graph is never silently retried into a mix.
+    description="One stage of the evaluation chain (launched by eval_chain, one per asset).",
+    tags={"eval_pipeline/graph_instance": "default", **STAGE_RUN_TAGS},
+)
+
+
+# The whole chain, stage by stage: a driver run holding the graph's lease, each asset and then
+# its checks in runs of their own, so the lineage shows exactly the stage that failed (Dagster
+# OSS reads every asset planned in a failed run as Failed). The queued coordinator
+# (deploy/dagster.yaml) allows one run per graph instance; run retries only for crashes, from
+# scratch (CHAIN_RUN_TAGS): a step failure is never retried into a half-injected graph.
+@dg.job(
+    name=CHAIN_JOB_NAME,
+    executor_def=dg.in_process_executor,
+    description="The whole evaluation chain, upstream file to the scored run, stage by stage.",
     tags={"eval_pipeline/graph_instance": "default", **CHAIN_RUN_TAGS},
 )
+def eval_chain() -> None:
+    run_chain_stages()
+
 
 defs = dg.Definitions(
     assets=ALL_ASSETS,
     asset_checks=ALL_CHECKS,
-    jobs=[eval_chain],
+    jobs=[eval_chain, eval_stage],
     # "Materialize" in the UI runs an implicit asset job: in-process too, for the same reason.
     executor=dg.in_process_executor,
     schedules=OPS_SCHEDULES,

@@ -45,6 +45,7 @@ class RunOptions(BaseModel):
     repeat_reconcile: bool = False
     repeat_salt: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
     wait_for_graph: float = Field(default=0.0, ge=0.0)
+    verbose: bool = False
     tier: str = Field(default="1", pattern="^(1|2|all)$")
     light: bool = False
 
@@ -59,14 +60,6 @@ class RunOptions(BaseModel):
         except LLMConfigError as exc:
             raise ValueError(str(exc)) from None
         return value
-
-
-def _innermost_message(error: Any) -> str:
-    """The root cause of a step failure, on one line (Dagster wraps it in its own errors)."""
-    while getattr(error, "cause", None) is not None:
-        error = error.cause
-    lines = [line for line in error.message.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else error.message.strip()
 
 
 def chain_run_config(opts: RunOptions) -> dict[str, Any]:
@@ -112,7 +105,9 @@ def chain_run_config(opts: RunOptions) -> dict[str, Any]:
                 "config": {"judge": opts.judge, "runs_dir": opts.runs_dir, "label": opts.label}
             },
         },
-        "loggers": {"console": {"config": {"log_level": "INFO"}}},
+        # Dagster's own console lines only with --verbose: the CLI prints a line per stage and
+        # one line per problem; the full log (tracebacks included) is in Dagster's event log.
+        "loggers": {"console": {"config": {"log_level": "INFO" if opts.verbose else "CRITICAL"}}},
     }
 
 
@@ -148,74 +143,43 @@ EXIT_INCOMPLETE = 4  # a bundle was written, but some questions are unscored (in
 
 # Repeats re-run only what can vary between runs of one configuration (retrieval, reading,
 # judging) over the same graph, and with `repeat_reconcile` the reconciliation too.
-REPEAT_ASSETS = ("retrieval_results", "scored_run")
-COMPLETENESS_CHECKS = frozenset({"scored_run_complete", "retrieval_infrastructure_ok"})
+REPEAT_STAGES = ("retrieval_results", "scored_run")
 
 
-class ChainOutcome(BaseModel):
+class RepeatOutcome(BaseModel):
+    """One chain (or repeat) as `eval-pipeline run` reports it."""
+
     code: int
     run_dir: Path | None = None
     incomplete: dict[str, Any] | None = None
+    error: str | None = None
 
 
-def _metadata(result: Any, asset: str) -> dict[str, Any]:
-    for mat in result.get_asset_materialization_events():
-        if mat.asset_key.to_user_string() == asset:
-            return {k: getattr(v, "value", v) for k, v in mat.materialization.metadata.items()}
-    return {}
-
-
-def _execute(job, instance, run_config: dict, tags: dict, asset_selection=None) -> ChainOutcome:
-    result = job.execute_in_process(
-        run_config=run_config,
-        instance=instance,
-        raise_on_error=False,
-        asset_selection=asset_selection,
-        tags=tags,
-    )
-    note = _metadata(result, "goldens").get("sample_note")
-    if note:
-        print(f"note: {note}", file=sys.stderr)
-    scored = _metadata(result, "scored_run")
-    run_dir = Path(scored["run_dir"]) if scored.get("run_dir") else None
-    failed_steps = [
-        ev
-        for ev in result.all_events
-        if ev.is_step_failure and ev.step_failure_data and ev.step_failure_data.error
-    ]
-    failed_checks = [
-        ev
-        for ev in result.get_asset_check_evaluations()
-        if not ev.passed and ev.severity.value != "WARN"
-    ]
-    incomplete = run_dir is not None and scored.get("status") == "incomplete"
-    real_failures = [
-        f"{ev.step_key}: {_innermost_message(ev.step_failure_data.error)}"
-        for ev in failed_steps
-        # A blocking completeness check fails its step on purpose: that is "incomplete".
-        if not (incomplete and any(c in (ev.step_key or "") for c in COMPLETENESS_CHECKS))
-    ]
-    real_failures += [
-        f"check {ev.check_name}"
-        for ev in failed_checks
-        if not (incomplete and ev.check_name in COMPLETENESS_CHECKS)
-    ]
-    if real_failures:
-        print(
-            f"eval-pipeline: error: run {result.run_id} failed at " + "; ".join(real_failures),
-            file=sys.stderr,
+def _outcome(chain: Any) -> RepeatOutcome:
+    """Exit code, bundle and error of a stage-by-stage chain (`ops.chain.ChainOutcome`)."""
+    meta = chain.metadata("scored_run")
+    run_dir = Path(meta["run_dir"]) if meta.get("run_dir") else None
+    failed = chain.failed
+    if failed is not None:
+        return RepeatOutcome(
+            code=EXIT_FAILED, run_dir=run_dir, error=f"stage {failed.asset} failed: {failed.error}"
         )
-        return ChainOutcome(code=EXIT_FAILED, run_dir=run_dir)
-    for ev in result.get_asset_check_evaluations():
-        if not ev.passed and ev.check_name not in COMPLETENESS_CHECKS:
-            print(f"warning: {ev.asset_key.to_user_string()}:{ev.check_name}", file=sys.stderr)
     if run_dir is None:
-        print(f"eval-pipeline: error: run {result.run_id} wrote no run bundle", file=sys.stderr)
-        return ChainOutcome(code=EXIT_FAILED)
-    if incomplete:
+        return RepeatOutcome(code=EXIT_FAILED, error="the chain wrote no run bundle")
+    if chain.incomplete or meta.get("status") == "incomplete":
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-        return ChainOutcome(code=EXIT_INCOMPLETE, run_dir=run_dir, incomplete=summary["incomplete"])
-    return ChainOutcome(code=EXIT_OK, run_dir=run_dir)
+        return RepeatOutcome(
+            code=EXIT_INCOMPLETE, run_dir=run_dir, incomplete=summary["incomplete"]
+        )
+    return RepeatOutcome(code=EXIT_OK, run_dir=run_dir)
+
+
+def _progress(i: int, n: int, stage: Any) -> None:
+    """One line per stage on stderr (stdout is the summary, the bundle path last)."""
+    text = f"[{i}/{n}] {stage.asset}: {stage.status} ({stage.seconds:.1f} s)"
+    if stage.warned_checks:
+        text += f"; check(s) failed, not blocking: {', '.join(stage.warned_checks)}"
+    print(text, file=sys.stderr, flush=True)
 
 
 def repeat_run_config(opts: RunOptions, k: int, salt: str) -> dict:
@@ -240,18 +204,35 @@ def repeat_run_config(opts: RunOptions, k: int, salt: str) -> dict:
 
 def graph_store_for(opts: RunOptions):
     """The GraphStore the chain's `graph` resource will be (credentials from the env)."""
+    return chain_resources(opts)["graph"]
+
+
+def chain_resources(opts: RunOptions) -> dict[str, Any]:
+    """The resources the chain's runs will build from `chain_run_config(opts)` (for preflight
+    and for the lease held across the chain)."""
+    from eval_pipeline.assets.reconcile import ReconcilerSettings
+    from eval_pipeline.assets.resources import CorpusSettings
+    from eval_pipeline.assets.retrieval import RetrievalSettings
+    from eval_pipeline.assets.scoring import ScoringSettings
     from eval_pipeline.graph.store import GraphStore
 
-    graph = chain_run_config(opts)["resources"]["graph"]["config"]
+    config = chain_run_config(opts)["resources"]
+    graph = config["graph"]["config"]
     values = {k: v for k, v in graph.items() if not isinstance(v, dict)}
     for field in ("user", "password"):
         ref = graph.get(field)
         if isinstance(ref, dict):
             values[field] = os.environ.get(ref["env"])
-    return GraphStore(**values)
+    return {
+        "corpus": CorpusSettings(**config["corpus"]["config"]),
+        "graph": GraphStore(**values),
+        "reconcile": ReconcilerSettings(**config["reconcile"]["config"]),
+        "retrieval": RetrievalSettings(**config["retrieval"]["config"]),
+        "scoring": ScoringSettings(**config["scoring"]["config"]),
+    }
 
 
-def _print_incomplete(outcome: ChainOutcome) -> None:
+def _print_incomplete(outcome: RepeatOutcome) -> None:
     info = outcome.incomplete or {}
     causes = ", ".join(f"{k} {v}" for k, v in (info.get("by_cause") or {}).items())
     print(
@@ -265,26 +246,28 @@ def _print_incomplete(outcome: ChainOutcome) -> None:
 def run_chain(opts: RunOptions) -> int:
     import secrets
 
-    import dagster as dg
-
     from eval_pipeline.assets.graph_lease import run_finished
     from eval_pipeline.dagster_home import local_instance
     from eval_pipeline.definitions import defs
     from eval_pipeline.graph.errors import ForeignDataError, GraphError
     from eval_pipeline.graph.lease import Lease, LeaseHeld, hold
     from eval_pipeline.llm import ensure_no_confident_upload
-    from eval_pipeline.ops.tags import LEASE_HOLDER_TAG
+    from eval_pipeline.ops.chain import run_stages
+    from eval_pipeline.ops.tags import CHAIN_PARENT_TAG, LEASE_HOLDER_TAG, STAGE_JOB_NAME
+    from eval_pipeline.preflight import preflight
 
     # Refuse before anything runs, whatever the judge: deepeval would upload results.
     ensure_no_confident_upload()
+    # Every option checked before any run is launched, so before the graph is wiped.
+    preflight(chain_resources(opts))
 
     instance = local_instance()
-    job = defs.resolve_job_def("eval_chain")
+    job = defs.resolve_job_def(STAGE_JOB_NAME)
     chain = "cli-" + secrets.token_hex(8)
-    tags = {LEASE_HOLDER_TAG: chain}
+    tags = {LEASE_HOLDER_TAG: chain, CHAIN_PARENT_TAG: chain, "eval_pipeline/trigger": "cli"}
     salt = opts.repeat_salt or secrets.token_hex(4)
     store = graph_store_for(opts)
-    outcomes: list[ChainOutcome] = []
+    outcomes: list[RepeatOutcome] = []
     try:
         # One chain per graph instance, across the chain and all its repeats: the lease is
         # held here, by this invocation; each of its runs carries the holder in a tag.
@@ -299,15 +282,20 @@ def run_chain(opts: RunOptions) -> int:
             where=store.where,
         ):
             first = repeat_run_config(opts, 1, salt) if opts.repeat > 1 else chain_run_config(opts)
-            outcomes.append(_execute(job, instance, first, tags))
-            selection = [dg.AssetKey(key) for key in REPEAT_ASSETS]
-            if opts.repeat_reconcile:
-                selection.insert(0, dg.AssetKey("reconciled_graph"))
+            outcomes.append(
+                _outcome(run_stages(job, instance, first, tags=tags, on_stage=_progress))
+            )
+            stages = (
+                ("reconciled_graph", *REPEAT_STAGES) if opts.repeat_reconcile else REPEAT_STAGES
+            )
             for k in range(2, opts.repeat + 1):
                 if outcomes[-1].code not in (EXIT_OK, EXIT_INCOMPLETE):
                     break
                 config = repeat_run_config(opts, k, salt)
-                outcomes.append(_execute(job, instance, config, tags, selection))
+                chain_outcome = run_stages(
+                    job, instance, config, tags=tags, stages=stages, on_stage=_progress
+                )
+                outcomes.append(_outcome(chain_outcome))
     except (LeaseHeld, ForeignDataError) as exc:
         print(f"eval-pipeline: error: {exc}", file=sys.stderr)
         return EXIT_REFUSED
@@ -316,18 +304,44 @@ def run_chain(opts: RunOptions) -> int:
         return EXIT_FAILED
     finally:
         store.close()
+    return _report(outcomes, salt)
+
+
+def _report(outcomes: list[RepeatOutcome], salt: str) -> int:
+    """Summary, next steps and bundle paths on stdout (the last line a bundle); errors last on
+    stderr. Returns the exit code: a failure wins over an incomplete run."""
     run_dirs = [o.run_dir for o in outcomes if o.run_dir is not None]
     if run_dirs:
         print_summary(run_dirs[0])
+        report = run_dirs[0] / "report.html"
+        if report.is_file():
+            print(f"report: {report}")
+        print_next_steps(run_dirs)
     if len(run_dirs) > 1:
         print(
             f"{len(run_dirs)} repeats (salt {salt}); calibrate with: eval-pipeline calibrate "
             + " ".join(str(d) for d in run_dirs)
         )
+    for d in run_dirs:
+        print(d)
     for outcome in outcomes:
         if outcome.code == EXIT_INCOMPLETE:
             _print_incomplete(outcome)
-    for d in run_dirs:
-        print(d)
+        elif outcome.error:
+            print(f"eval-pipeline: error: {outcome.error}", file=sys.stderr)
     worst = max(outcomes, key=lambda o: (o.code != EXIT_OK, o.code == EXIT_FAILED), default=None)
     return worst.code if worst is not None else EXIT_FAILED
+
+
+def print_next_steps(run_dirs: list[Path]) -> None:
+    from eval_pipeline.dagster_home import ensure_dagster_home
+
+    run = run_dirs[-1]
+    home = ensure_dagster_home()
+    print("next:")
+    print(f"  compare with a baseline:  eval-pipeline compare BASELINE_RUN {run}")
+    if len(run_dirs) == 1:
+        print("  measure the noise floor:  eval-pipeline run --repeat 3 (same options)")
+    print(
+        f"  browse it in the UI:      DAGSTER_HOME={home} dagster dev -m eval_pipeline.definitions"
+    )

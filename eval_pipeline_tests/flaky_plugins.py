@@ -13,6 +13,8 @@ from typing import Any
 
 import neo4j.exceptions
 
+from eval_pipeline.graph import server
+from eval_pipeline.reconcile.extractive import ExtractiveReconciler
 from eval_pipeline.retrieve.fulltext import FulltextRetriever
 from eval_pipeline.retrieve.protocol import RetrievalEnv, RetrievalRequest, RetrievalTrace
 
@@ -39,3 +41,18 @@ class FlakyRetriever:
 
     def pins(self) -> dict[str, Any]:
         return {"retriever": self.name, "inner": self.inner.pins()}
+
+
+class StopsTheGraphReconciler(ExtractiveReconciler):
+    """Extractive, but stops the embedded graph server while it reconciles (as an operator
+    running `eval-pipeline graph stop` mid-run would)."""
+
+    name = "stops-the-graph"
+    version = "1"
+    _stopped = False
+
+    def reconcile(self, session):
+        if not StopsTheGraphReconciler._stopped:
+            StopsTheGraphReconciler._stopped = True
+            server.stop(server.resolve_data_dir(None))
+        return super().reconcile(session)

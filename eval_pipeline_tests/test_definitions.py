@@ -21,8 +21,8 @@ def test_definitions_load_with_the_promised_asset_keys():
 
 
 def test_corpus_assets_materialize_in_process(tmp_path):
-    """The eval_chain job itself (the one the UI and the CLI launch), limited to the corpus."""
-    result = defs.resolve_job_def("eval_chain").execute_in_process(
+    """The assets' own job (each stage of the chain runs in it), limited to the corpus."""
+    result = defs.resolve_job_def("eval_stage").execute_in_process(
         instance=dg.DagsterInstance.ephemeral(),
         asset_selection=[dg.AssetKey(k) for k in CORPUS_KEYS],
         run_config={
@@ -68,7 +68,7 @@ def test_a_failing_stage_is_named_and_its_check_blocks(tmp_path):
         ),
     ]
     up = write_upstream(tmp_path / "up.json", recs)
-    result = defs.resolve_job_def("eval_chain").execute_in_process(
+    result = defs.resolve_job_def("eval_stage").execute_in_process(
         instance=dg.DagsterInstance.ephemeral(),
         asset_selection=[dg.AssetKey(k) for k in CORPUS_KEYS],
         raise_on_error=False,
@@ -86,3 +86,50 @@ def test_a_failing_stage_is_named_and_its_check_blocks(tmp_path):
     assert not list((tmp_path / "state" / "artifacts").glob("*/session_fixtures"))
     plan = json.loads((artifact_dir(result, "goldens") / "plan.json").read_text())
     assert plan["selected"] == ["q1", "q2"]
+
+
+def _launch_chain(instance, tmp_path, **resources):
+    """eval_chain as the Launchpad launches it: resource config only."""
+    config = {name: {"config": values} for name, values in resources.items()}
+    config["paths"] = {"config": {"state_dir": str(tmp_path / "state")}}
+    return defs.resolve_job_def("eval_chain").execute_in_process(
+        instance=instance, raise_on_error=False, run_config={"resources": config}
+    )
+
+
+def test_eval_chain_runs_stage_by_stage_and_only_the_failed_stage_reads_failed(tmp_path):
+    """A truncated upstream launched as eval_chain (the Launchpad's job): only
+    longmemeval_upstream is in a failed run; nothing downstream was ever planned, so Dagster
+    reads it as not run, and no check as execution-failed."""
+    bad = tmp_path / "truncated.json"
+    bad.write_text('[{"question_id": "q1", "question_type": "multi-ses')
+    instance = dg.DagsterInstance.ephemeral()
+    result = _launch_chain(instance, tmp_path, corpus={"source": "path", "path": str(bad)})
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert "stage longmemeval_upstream failed" in failure.step_failure_data.error.message
+    runs = [r for r in instance.get_runs() if r.run_id != result.run_id]
+    assert [r.status for r in runs] == [dg.DagsterRunStatus.FAILURE]  # one stage run only
+    assert runs[0].tags["eval_pipeline/chain_run"] == result.run_id
+    keys = [dg.AssetKey(k) for k in ("longmemeval_upstream", "goldens", "injected_graph")]
+    records = {
+        r.asset_entry.asset_key.to_user_string(): r for r in instance.get_asset_records(keys)
+    }
+    # Planned only in the failed stage run: the UI's "latest run" of the upstream is that run...
+    assert records["longmemeval_upstream"].asset_entry.last_run_id == runs[0].run_id
+    # ...and nothing downstream was ever planned, so it cannot read as failed.
+    assert "goldens" not in records and "injected_graph" not in records
+    planned_checks = instance.get_records_for_run(
+        runs[0].run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED
+    ).records
+    assert planned_checks == []  # checks run after their asset, in a run of their own
+
+
+def test_eval_chain_refuses_a_bad_option_before_its_first_stage(tmp_path):
+    """The Launchpad path gets the CLI's preflight: nothing launched, one line naming it."""
+    instance = dg.DagsterInstance.ephemeral()
+    result = _launch_chain(instance, tmp_path, retrieval={"retriever": "nope.module:Thing"})
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert "preflight: --retriever nope.module:Thing" in failure.step_failure_data.error.message
+    assert [r.run_id for r in instance.get_runs()] == [result.run_id]  # no stage was run

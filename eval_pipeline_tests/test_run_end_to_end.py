@@ -105,7 +105,7 @@ def test_bad_option_is_one_clear_line(home):
     _, env = home
     res = run(env, "--judge", "nope:x", timeout=120)
     assert res.returncode != 0
-    assert res.stderr.strip().splitlines()[-1].startswith("eval-pipeline: error: option judge")
+    assert res.stderr.strip().splitlines()[-1].startswith("eval-pipeline: error: option --judge")
 
 
 def test_repeats_calibrate_and_compare(home, offline_run):

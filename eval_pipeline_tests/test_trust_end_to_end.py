@@ -185,10 +185,12 @@ def test_reconciler_switch_through_dagster_redoes_the_memory(home, tmp_path):
     assert manifest["pins"]["reconciler"]["name"] == "none"
     (config,) = manifest["memory"]["configurations"]
     assert config["pins"]["name"] == "none" and manifest["memory"]["pending"] == 0
-    # Every stage this bundle's numbers came from is named with its own Dagster run.
+    # Every stage this bundle's numbers came from is named with its own Dagster run: the
+    # reconciliation is this run's, the injection the first chain's.
     stages = manifest["stages"]
     assert stages["reconciled_graph"]["run_id"] == manifest["dagster_run_id"]
-    assert stages["injected_graph"]["run_id"] == first["dagster_run_id"]
+    assert stages["injected_graph"]["run_id"] == first["stages"]["injected_graph"]["run_id"]
+    assert stages["reconciled_graph"]["run_id"] != first["stages"]["reconciled_graph"]["run_id"]
 
 
 def test_downstream_over_a_graph_of_other_fixtures_is_refused(home, tmp_path):
@@ -295,11 +297,14 @@ def test_repeats_can_include_reconciliation(home):
     _, env = home
     res = run(env, "--repeat", "2", "--repeat-reconcile", "--label", "reprec")
     assert res.returncode == 0, res.stderr[-3000:]
-    second = Path(res.stdout.strip().splitlines()[-1])
+    first, second = (Path(p) for p in res.stdout.strip().splitlines()[-2:])
     manifest = json.loads((second / "manifest.json").read_text())
+    before = json.loads((first / "manifest.json").read_text())
     assert manifest["repeat"]["includes_reconcile"] is True
     # The second repeat reconciled afresh, in its own run, under its own sample identity.
-    assert manifest["stages"]["reconciled_graph"]["run_id"] == manifest["dagster_run_id"]
+    rec, rec_before = manifest["stages"]["reconciled_graph"], before["stages"]["reconciled_graph"]
+    assert rec["run_id"] != rec_before["run_id"]
+    assert manifest["chain"] == before["chain"]  # one chain: the CLI invocation
     assert (
         manifest["pins"]["reconciler"]["sample_identity"] == manifest["repeat"]["sample_identity"]
     )

@@ -12,9 +12,11 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.artifacts import consumed_materialization, run_id_of
 from eval_pipeline.assets.resources import ProjectPaths
 from eval_pipeline.assets.scoring import ScoringSettings
+from eval_pipeline.ops.sensors import records_failures
 from eval_pipeline.runs.calibrate import (
     CalibrationRefused,
     NoiseFloor,
@@ -42,7 +44,6 @@ from eval_pipeline.runs.select import (
     previous_comparable_run,
 )
 
-GROUP = "compare"
 PREVIOUS = "previous"
 
 
@@ -153,6 +154,7 @@ def comparison_metadata(c: Comparison, report: Path, run_report: Path) -> dict[s
     description="The latest run compared with a baseline: deltas, classification, verdict, "
     "an HTML report. Mismatched pins are recorded here and fail the blocking check.",
 )
+@records_failures
 def run_comparison(
     context: dg.AssetExecutionContext,
     paths: ProjectPaths,
@@ -266,6 +268,7 @@ def floor_markdown(floor: NoiseFloor) -> str:
     "configuration (noise_floors/<key>.json, found by run_comparison and `eval-pipeline "
     "compare`).",
 )
+@records_failures
 def noise_floor(
     context: dg.AssetExecutionContext,
     paths: ProjectPaths,
@@ -286,7 +289,7 @@ def noise_floor(
                 f"only {len(runs)} run in {runs_dir} with the latest run's pins; calibration "
                 "needs at least two repeats (`eval-pipeline run --repeat N`)"
             )
-            context.log.warning(reason)
+            context.log.info(reason)  # a first run has no repeats yet: nothing is wrong
             return dg.MaterializeResult(
                 metadata={"calibrated": False, "reason": dg.MetadataValue.text(reason)}
             )

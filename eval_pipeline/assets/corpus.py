@@ -12,6 +12,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.artifacts import (
     ARTIFACT_META,
     StageRecord,
@@ -44,9 +45,9 @@ from eval_pipeline.corpus.upstream import (
     file_sha256,
     resolve_upstream,
 )
+from eval_pipeline.ops.sensors import records_failures
 
 UPSTREAM_FILE = "upstream.json"
-GROUP = "corpus"
 
 
 def _md_table(header: list[str], rows: list[list[object]]) -> dg.MetadataValue:
@@ -72,6 +73,7 @@ def _artifact_meta(record_dir: Path) -> dict[str, dg.MetadataValue]:
 
 
 @dg.asset(group_name=GROUP, description="The pinned LongMemEval file, verified by sha256.")
+@records_failures
 def longmemeval_upstream(
     context: dg.AssetExecutionContext, paths: ProjectPaths, corpus: CorpusSettings
 ) -> dg.MaterializeResult:
@@ -112,6 +114,7 @@ def longmemeval_upstream(
     deps=[longmemeval_upstream],
     description="Golden JSONL (deepeval Golden shape), sampled by (question_type, abstention).",
 )
+@records_failures
 def goldens(
     context: dg.AssetExecutionContext, paths: ProjectPaths, corpus: CorpusSettings
 ) -> dg.MaterializeResult:
@@ -162,6 +165,7 @@ def goldens(
     deps=[goldens],
     description="Haystack sessions of the sampled questions, deduplicated across the batch.",
 )
+@records_failures
 def session_fixtures(
     context: dg.AssetExecutionContext, paths: ProjectPaths
 ) -> dg.MaterializeResult:

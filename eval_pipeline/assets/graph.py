@@ -7,16 +7,17 @@ and holds the instance's lease (`graph_lease.py`): two chains never share it at 
 
 import dagster as dg
 
+from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.artifacts import ARTIFACT_META, input_record, own_record, publish
 from eval_pipeline.assets.graph_lease import graph_check, graph_step
 from eval_pipeline.assets.resources import ProjectPaths
 from eval_pipeline.corpus.convert import FIXTURES_FILE
 from eval_pipeline.graph import checks
-from eval_pipeline.graph.inject import inject_fixtures
+from eval_pipeline.graph.inject import graph_counts, inject_fixtures
 from eval_pipeline.graph.store import GraphStore
+from eval_pipeline.ops.sensors import records_failures
 from eval_pipeline.reconcile import schema as reconcile_schema
 
-GROUP = "graph"
 GRAPH_POOL = "graph_instance"
 
 
@@ -28,6 +29,7 @@ GRAPH_POOL = "graph_instance"
     kinds={"python"},
     description="The session fixtures loaded into a wiped, claimed graph instance.",
 )
+@records_failures
 def injected_graph(
     context: dg.AssetExecutionContext, graph: GraphStore, paths: ProjectPaths
 ) -> dg.MaterializeResult:
@@ -92,10 +94,13 @@ def injected_graph_counts(
         extra_labels=reconcile_schema.NODE_LABELS,
         extra_types=reconcile_schema.RELATIONSHIP_TYPES,
     )
+    actual, _ = graph_counts(graph)
     return dg.AssetCheckResult(
         passed=not problems,
+        description=None if not problems else "; ".join(problems),
         metadata={
             "expected": dg.MetadataValue.json(expected),
+            "actual": dg.MetadataValue.json(actual.model_dump()),
             "problems": dg.MetadataValue.json(problems),
         },
     )

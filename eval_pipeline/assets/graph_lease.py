@@ -16,6 +16,8 @@ from typing import Any
 
 import dagster as dg
 
+from eval_pipeline.failures import error_text, infrastructure_cause
+from eval_pipeline.graph import server
 from eval_pipeline.graph.lease import Lease, LeaseHeld, RunFinished, hold, holder_of
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.ops.tags import LEASE_HOLDER_TAG
@@ -55,15 +57,48 @@ def graph_step(context: Any, graph: GraphStore, asset: str) -> Iterator[None]:
     graph.ensure_running()
     graph.claim()  # a foreign instance is refused before anything of ours is written to it
     own_chain = run.tags.get(LEASE_HOLDER_TAG) is None
-    with hold(
-        graph,
-        chain_lease(run),
-        wait_s=graph.lease_wait_s,
-        run_finished=run_finished(context.instance),
-        release_after=own_chain and not later_graph_steps(run, asset),
-        where=graph.where,
-    ):
-        yield
+    pid = _embedded_pid(graph)
+    try:
+        with hold(
+            graph,
+            chain_lease(run),
+            wait_s=graph.lease_wait_s,
+            run_finished=run_finished(context.instance),
+            release_after=own_chain and not later_graph_steps(run, asset),
+            where=graph.where,
+        ):
+            yield
+    except Exception as exc:
+        if infrastructure_cause(exc, graph_alive=lambda: graph_answers(graph)) != "graph_server":
+            raise
+        # Say what happened, not what the driver guessed: a server that went away, or an
+        # embedded server another process restarted, reads as "refused the credentials".
+        # When we know what happened to the embedded server, the driver's own guess (an auth
+        # or protocol error from a half-closed connection) is left out: it names a wrong fix.
+        now = _embedded_pid(graph)
+        if graph.embedded and pid is not None and now not in (None, pid):
+            what = f"was restarted by another process (pid {pid} → {now})"
+        elif graph.embedded and pid is not None and now is None:
+            what = "was stopped (`eval-pipeline graph status`; re-run to start it again)"
+        else:
+            what = f"stopped answering ({error_text(exc)})"
+        raise dg.Failure(f"graph server at {graph.where} {what} during {asset}") from exc
+
+
+def _embedded_pid(graph: GraphStore) -> int | None:
+    if not graph.embedded:
+        return None
+    info = server.running_info(server.resolve_data_dir(graph.data_dir))
+    return info.pid if info is not None else None
+
+
+def graph_answers(graph: GraphStore) -> bool:
+    """Does the graph server answer a trivial read now?"""
+    try:
+        graph.read("RETURN 1 AS ok", timeout_s=5)
+    except Exception:  # noqa: BLE001 - any failure to answer means "not alive"
+        return False
+    return True
 
 
 def graph_check(context: Any, graph: GraphStore) -> None:

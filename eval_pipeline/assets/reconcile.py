@@ -18,19 +18,20 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.artifacts import ARTIFACT_META, input_record, own_record, publish
 from eval_pipeline.assets.graph_lease import graph_check, graph_step
 from eval_pipeline.assets.resources import ProjectPaths, json_options
 from eval_pipeline.graph.checks import graph_holds
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMConfigError, LLMLayer, LLMSettings
+from eval_pipeline.ops.sensors import records_failures
 from eval_pipeline.reconcile import schema
 from eval_pipeline.reconcile.protocol import ReconcileError, pins_of
 from eval_pipeline.reconcile.reader import read_statuses, status_counts
 from eval_pipeline.reconcile.registry import DEFAULT_RECONCILER, load_reconciler
 from eval_pipeline.reconcile.runner import ReconcileProgress, ReconcileReport, reconcile_pending
 
-GROUP = "reconcile"
 ASSET_KEY = dg.AssetKey("reconciled_graph")
 GRAPH_POOL = "graph_instance"  # every asset touching the graph instance (limit 1)
 DEFAULT_CONCURRENCY = 4  # offline reconcilers: the graph writer is the bottleneck anyway
@@ -140,7 +141,7 @@ def report_metadata(report: ReconcileReport, threshold: float) -> dict[str, Any]
         "reconciler": str(report.reconciler.get("name")),
         "reconciler_version": str(report.reconciler.get("version")),
         "pins": dg.MetadataValue.json(report_pins(report)),
-        "completeness": dg.MetadataValue.float(report.completeness),
+        "completeness": dg.MetadataValue.float(round(report.completeness, 4)),
         "completeness_threshold": dg.MetadataValue.float(threshold),
         "sessions_total": report.total_sessions,
         "sessions_to_do": report.to_do,
@@ -176,6 +177,7 @@ def report_metadata(report: ReconcileReport, threshold: float) -> dict[str, Any]
     pool=GRAPH_POOL,
     description="Memory formed over the injected graph by the configured reconciler.",
 )
+@records_failures
 def reconciled_graph(
     context: dg.AssetExecutionContext,
     graph: GraphStore,
@@ -281,7 +283,7 @@ def reconcile_completeness(
             else f"only {done} of {total} sessions reconciled ({ratio:.1%} < {threshold:.0%})"
         ),
         metadata={
-            "completeness": dg.MetadataValue.float(round(ratio, 6)),
+            "completeness": dg.MetadataValue.float(round(ratio, 4)),
             "threshold": dg.MetadataValue.float(threshold),
             "status": dg.MetadataValue.json(counts),
         },
@@ -297,9 +299,11 @@ def reconcile_completeness(
 def reconciled_graph_is_current(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
     record = own_record(context, "reconciled_graph")
     current = bool(record.facts.get("graph_current"))
+    reason = str(record.facts.get("graph_current_reason"))
     return dg.AssetCheckResult(
         passed=current,
-        description=None if current else str(record.facts.get("graph_current_reason")),
+        description=None if current else reason,
+        metadata={"reason": dg.MetadataValue.text(reason)},
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.artifacts import (
     ARTIFACT_META,
     StageRecord,
@@ -27,13 +28,14 @@ from eval_pipeline.assets.artifacts import (
     own_record,
     publish,
 )
-from eval_pipeline.assets.graph_lease import graph_step
+from eval_pipeline.assets.graph_lease import graph_answers, graph_step
 from eval_pipeline.assets.resources import ProjectPaths, json_options
 from eval_pipeline.corpus.convert import GOLDENS_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl, write_jsonl
 from eval_pipeline.graph.checks import graph_holds, read_graph_fingerprint
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMConfigError, LLMLayer, LLMSettings
+from eval_pipeline.ops.sensors import records_failures
 from eval_pipeline.reconcile.reader import memory_census
 from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.protocol import (
@@ -53,7 +55,6 @@ from eval_pipeline.retrieve.results import RESULTS_SCHEMA_VERSION, QuestionRetri
 from eval_pipeline.retrieve.runner import RetrievalRunner, questions_from_goldens
 from eval_pipeline.score.tokens import PayloadTokenizer
 
-GROUP = "retrieval"
 RESULTS_FILE = "retrieval_results.jsonl"
 ASSET_KEY = dg.AssetKey("retrieval_results")
 FINGERPRINT_BEFORE = "graph_fingerprint_before"
@@ -185,16 +186,6 @@ def _ms(value: float | None) -> float | None:
     return None if value is None else round(value, 2)
 
 
-def graph_alive(graph: GraphStore) -> bool:
-    """Does the graph server answer a trivial read now? (Tells a server that went away from
-    a failing query of the system's own.)"""
-    try:
-        graph.read("RETURN 1 AS ok", timeout_s=5)
-    except Exception:  # noqa: BLE001 - any failure to answer means "not alive"
-        return False
-    return True
-
-
 def graph_currency(
     graph: GraphStore, goldens: StageRecord, fixtures: StageRecord, reconciled: StageRecord
 ) -> tuple[bool, str]:
@@ -230,6 +221,7 @@ def graph_currency(
     pool="graph_instance",
     description="Per question: ranked items, the reader's context and answer, queries, errors.",
 )
+@records_failures
 def retrieval_results(
     context: dg.AssetExecutionContext,
     paths: ProjectPaths,
@@ -285,7 +277,7 @@ def retrieval_results(
                 scope=scope,  # type: ignore[arg-type]
                 top_k=retrieval.top_k,
                 count_tokens=tokenizer.count_context,
-                graph_alive=lambda: graph_alive(graph),
+                graph_alive=lambda: graph_answers(graph),
             )
             every = max(1, len(questions) // 20)
             started = time.perf_counter()

@@ -20,6 +20,7 @@ import dagster as dg
 from pydantic import Field
 
 from eval_pipeline import __version__
+from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.artifacts import (
     ARTIFACT_ASSETS,
     StageRecord,
@@ -30,8 +31,13 @@ from eval_pipeline.assets.resources import ProjectPaths
 from eval_pipeline.corpus.convert import GOLDENS_FILE, MANIFEST_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.llm import LLMLayer, LLMSettings, ensure_no_confident_upload
+from eval_pipeline.ops.sensors import records_failures
+from eval_pipeline.ops.tags import CHAIN_PARENT_TAG
 from eval_pipeline.retrieve.results import QuestionRetrieval
 from eval_pipeline.runs.bundle import write_bundle
+from eval_pipeline.runs.calibrate import floor_key
+from eval_pipeline.runs.load import load_run
+from eval_pipeline.runs.report import write_run_report
 from eval_pipeline.score.judges import judge_batch, offline_judge_results, prompt_hash
 from eval_pipeline.score.scorer import retrieval_unmeasured, score_question
 from eval_pipeline.score.summary import summarize, summary_markdown
@@ -44,7 +50,6 @@ from eval_pipeline.tier2.metrics import (
 )
 from eval_pipeline.tier2.panels import tier2_panels, tier2_panels_markdown
 
-GROUP = "score"
 RESULTS_FILE = "retrieval_results.jsonl"
 STAGES = ARTIFACT_ASSETS  # the stages a bundle's numbers come from, in chain order
 
@@ -270,6 +275,39 @@ def headline(summary: dict) -> dict[str, float | int | None]:
 
 
 NOT_JUDGED = "not judged: retrieval was not measured (infrastructure failure)"
+MAX_QUESTION_ROWS = 200
+
+
+def configuration_label(manifest: dict) -> str:
+    """What a configuration key stands for, in a few words."""
+    pins = manifest["pins"]
+    reconciler = (pins.get("reconciler") or {}).get("name") or "mixed/none"
+    retriever = (pins.get("retriever") or {}).get("retriever")
+    sample = pins["corpus"]["sample_spec"].get("sample") or "all"
+    return (
+        f"{pins['corpus']['upstream'].get('file_name')} sample {sample}, reconciler "
+        f"{reconciler}, retriever {retriever}, scope {pins.get('scope')}, judge "
+        f"{pins['judge']['model']}"
+    )
+
+
+def questions_markdown(rows: list[dict]) -> str:
+    """Per question: covered, and why not (the weakest link, or the unscored cause)."""
+    out = ["| question | tier | type | covered | why |", "|---|---|---|---|---|"]
+    for r in rows[:MAX_QUESTION_ROWS]:
+        causes = sorted({f["cause"] for f in r.get("infra_failures") or []})
+        covered = {True: "yes", False: "no", None: "unscored"}[r["covered"]]
+        why = (
+            f"infrastructure: {', '.join(causes)}"
+            if causes
+            else r.get("weakest_link") or ("abstention" if r["abstention"] else "")
+        )
+        out.append(
+            f"| {r['question_id']} | {r['tier']} | {r['question_type']} | {covered} | {why} |"
+        )
+    if len(rows) > MAX_QUESTION_ROWS:
+        out.append(f"| … {len(rows) - MAX_QUESTION_ROWS} more in results.jsonl | | | | |")
+    return "\n".join(out)
 
 
 @dg.asset(
@@ -277,6 +315,7 @@ NOT_JUDGED = "not judged: retrieval was not measured (infrastructure failure)"
     deps=["retrieval_results", "goldens"],
     description="Scores, summary and a run bundle (manifest, results, summary, hypotheses).",
 )
+@records_failures
 def scored_run(
     context: dg.AssetExecutionContext, paths: ProjectPaths, scoring: ScoringSettings
 ) -> dg.MaterializeResult:
@@ -310,7 +349,9 @@ def scored_run(
     try:
         judged: list[dict] = [
             offline_judge_results(abstains(r), reason=NOT_JUDGED)
-            if retrieval_unmeasured(r) or layer is None
+            if retrieval_unmeasured(r)
+            else offline_judge_results(abstains(r))  # no judge: "unscored: no judge"
+            if layer is None
             else {}
             for r in retrievals
         ]
@@ -365,6 +406,7 @@ def scored_run(
         datetime.now(UTC),
     )
     manifest["dagster_run_id"] = context.run.run_id
+    manifest["chain"] = context.run.tags.get(CHAIN_PARENT_TAG)  # the chain this run was part of
     manifest["status"] = summary["status"]
     manifest["incomplete"] = summary["incomplete"]
     runs_dir = Path(scoring.runs_dir) if scoring.runs_dir else paths.runs_dir()
@@ -383,18 +425,33 @@ def scored_run(
             f"run incomplete: {incomplete['questions']} question(s) unscored by infrastructure "
             f"failures {incomplete['by_cause']}; bundle {run_dir}"
         )
+    report = write_run_report(run_dir)
+    config_key = floor_key(load_run(run_dir))[:8]
     metadata: dict[str, Any] = {
         **summary_metadata(summary),
         "run_dir": dg.MetadataValue.path(str(run_dir)),
+        "report": dg.MetadataValue.path(str(report)),
+        "questions_table": dg.MetadataValue.md(questions_markdown(rows)),
         "status": summary["status"],
         "unscored_infrastructure": incomplete["questions"],
         "unscored_by_cause": dg.MetadataValue.json(incomplete["by_cause"]),
         "questions": len(rows),
         "judge": scoring.judge,
         "comparable": manifest["comparable"],
+        "configuration": dg.MetadataValue.text(
+            f"cfg {config_key}: {configuration_label(manifest)}"
+        ),
     }
-    # Only numbers go in as chartable values: an unscored rate is left out, not shown as 0.
-    metadata.update({k: v for k, v in headline(summary).items() if v is not None})
+    # Only numbers go in as chartable values (an unscored rate is left out, not shown as 0),
+    # one series per configuration: Dagster plots a key across every materialization, and a
+    # run of another configuration or sample joined to it would read as a regression.
+    metadata.update(
+        {
+            f"{k} [cfg {config_key}]": round(v, 4) if isinstance(v, float) else v
+            for k, v in headline(summary).items()
+            if v is not None
+        }
+    )
     if judge_usage is not None:
         metadata["judge_usage"] = dg.MetadataValue.json(judge_usage)
     return dg.MaterializeResult(metadata=metadata)

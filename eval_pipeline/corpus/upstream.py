@@ -241,6 +241,50 @@ def _identify_path(spec: UpstreamSpec, path: Path, *, verify: bool) -> tuple[str
     return declared or LOCAL_VARIANT, spec.sha256, digest
 
 
+def _hf_target(spec: UpstreamSpec) -> tuple[str, str, str]:
+    """(variant, file name, expected sha256) of a Hugging Face spec, or a CorpusError."""
+    check_revision(spec.revision)
+    variant = spec.variant or HF_DEFAULT_VARIANT
+    if variant not in HF_FILES:
+        raise CorpusError(
+            f"variant {variant!r} has no file on Hugging Face; expected one of {sorted(HF_FILES)}",
+            field="variant",
+        )
+    file_name, pinned_sha, _ = HF_FILES[variant]
+    expected = spec.sha256 or (pinned_sha if spec.revision == HF_REVISION else None)
+    if expected is None:
+        raise CorpusError(
+            f"no sha256 pin for {file_name} at revision {spec.revision}; pass the "
+            "expected sha256 explicitly",
+            field="sha256",
+        )
+    return variant, file_name, expected
+
+
+def check_resolvable(spec: UpstreamSpec) -> None:
+    """Preflight: would `resolve_upstream(spec)` find a file? Raises its CorpusError if not,
+    without downloading anything (a Hugging Face file not yet cached is left to the run,
+    unless HF_HUB_OFFLINE=1 forbids the download)."""
+    check_variant(spec.variant)
+    if spec.source != "huggingface":
+        resolve_upstream(spec, verify=False)
+        return
+    _, file_name, _ = _hf_target(spec)
+    if os.environ.get("HF_HUB_OFFLINE") != "1":
+        return
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(
+        HF_REPO_ID, file_name, cache_dir=spec.cache_dir, revision=spec.revision, repo_type="dataset"
+    )
+    if not isinstance(cached, str):
+        raise CorpusError(
+            f"{file_name} at revision {spec.revision} is not in the Hugging Face cache and "
+            "HF_HUB_OFFLINE=1 forbids a download; pre-seed the cache or pass a local path",
+            field="upstream",
+        )
+
+
 def resolve_upstream(spec: UpstreamSpec, *, verify: bool = True) -> ResolvedUpstream:
     """Find the file for `spec`, check its pins and sha256; raise CorpusError otherwise."""
     check_variant(spec.variant)
@@ -263,22 +307,7 @@ def resolve_upstream(spec: UpstreamSpec, *, verify: bool = True) -> ResolvedUpst
         variant, expected, digest = _identify_path(spec, path, verify=verify)
         revision, repo = None, None
     elif spec.source == "huggingface":
-        check_revision(spec.revision)
-        variant = spec.variant or HF_DEFAULT_VARIANT
-        if variant not in HF_FILES:
-            raise CorpusError(
-                f"variant {variant!r} has no file on Hugging Face; expected one of "
-                f"{sorted(HF_FILES)}",
-                field="variant",
-            )
-        file_name, pinned_sha, _ = HF_FILES[variant]
-        expected = spec.sha256 or (pinned_sha if spec.revision == HF_REVISION else None)
-        if expected is None:
-            raise CorpusError(
-                f"no sha256 pin for {file_name} at revision {spec.revision}; pass the "
-                "expected sha256 explicitly",
-                field="sha256",
-            )
+        variant, file_name, expected = _hf_target(spec)
         path, revision, repo = _download(spec, file_name), spec.revision, HF_REPO_ID
     else:  # pragma: no cover - pydantic restricts the literal
         raise CorpusError(f"unknown source {spec.source!r}", field="source")

@@ -29,17 +29,26 @@ DEEPEVAL_HARDENING: dict[str, str] = {
 CONFIDENT_KEY_ENV = "CONFIDENT_API_KEY"
 
 
+_hardened_before_import = False
+
+
 def harden_deepeval_env() -> bool:
-    """Set the variables above; False (and a warning) if deepeval was imported already."""
+    """Set the variables above; False (and a warning) if deepeval was imported before the
+    first call, so it may have read other settings. Later calls (every judged question makes
+    one) are quiet once the first came in time."""
+    global _hardened_before_import
     os.environ.update(DEEPEVAL_HARDENING)
-    if "deepeval" in sys.modules:
-        log.warning(
-            "deepeval was imported before harden_deepeval_env(); settings it already read "
-            "may not reflect %s",
-            ", ".join(sorted(DEEPEVAL_HARDENING)),
-        )
-        return False
-    return True
+    if "deepeval" not in sys.modules:
+        _hardened_before_import = True
+        return True
+    if _hardened_before_import:
+        return True
+    log.warning(
+        "deepeval was imported before harden_deepeval_env(); settings it already read "
+        "may not reflect %s",
+        ", ".join(sorted(DEEPEVAL_HARDENING)),
+    )
+    return False
 
 
 def _legacy_key_file() -> Path:

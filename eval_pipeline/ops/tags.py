@@ -30,3 +30,9 @@ CHAIN_RUN_TAGS: dict[str, str] = {
 # A chain that spans several Dagster runs (the CLI: the chain, then its repeats) holds the
 # graph instance's lease under one holder id, given to each of its runs in this tag.
 LEASE_HOLDER_TAG = "eval_pipeline/lease_holder"
+
+# The chain runs stage by stage (ops/chain.py): each stage run names the chain run it belongs
+# to, and is never retried on its own (a crashed chain is retried whole, from scratch).
+STAGE_JOB_NAME = "eval_stage"
+CHAIN_PARENT_TAG = "eval_pipeline/chain_run"
+STAGE_RUN_TAGS: dict[str, str] = {"dagster/max_retries": "0", "eval_pipeline/stage_run": "true"}

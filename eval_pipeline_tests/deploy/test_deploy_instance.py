@@ -84,10 +84,10 @@ def test_deploy_instance_loads(tmp_path, deploy_instance_yaml):
         assert isinstance(launcher, DockerRunLauncher)
         assert launcher.networks == [deploy_instance_yaml["run_launcher"]["config"]["network"]]
         assert not instance.telemetry_enabled
-        # Retries are on but opt-in (default 0): eval_chain retries a crashed run from
-        # scratch, never a run that failed in a step.
+        # Every run is retried once if it crashed, from scratch, never when a step failed
+        # (however it was launched: eval_chain, Materialize all, the schedule).
         assert instance.run_retries_enabled
-        assert instance.run_retries_max_retries == 0
+        assert instance.run_retries_max_retries == 1
         assert not instance.run_retries_retry_on_asset_or_op_failure
         # A crashed run worker must fail the run, not resume it into a half-injected graph.
         assert instance.run_monitoring_enabled

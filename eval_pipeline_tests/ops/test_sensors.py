@@ -79,12 +79,38 @@ def test_failure_sensor_records_the_failed_asset(state):
     assert record["will_retry"] is False
 
 
-def test_failure_sensor_ignores_other_jobs(state):
+def test_failure_sensor_records_every_job_once(state):
+    """ "Materialize all" runs __ASSET_JOB: its failures are recorded too, and a run already
+    recorded (by its own step, or an earlier tick) is not recorded again."""
     instance = dg.DagsterInstance.ephemeral()
-    result = _failed_run("some_other_job", instance)
-    outcome = eval_chain_failure_sensor(_failure_context(result, instance))
-    assert isinstance(outcome, dg.SkipReason)
-    assert not (state / "ops" / "failures.jsonl").exists()
+    result = _failed_run("__ASSET_JOB", instance)
+    assert eval_chain_failure_sensor(_failure_context(result, instance)) is None
+    again = eval_chain_failure_sensor(_failure_context(result, instance))
+    assert isinstance(again, dg.SkipReason)
+    [line] = (state / "ops" / "failures.jsonl").read_text().splitlines()
+    assert json.loads(line)["job"] == "__ASSET_JOB"
+
+
+def test_a_failing_asset_records_itself_without_a_daemon(state, tmp_path):
+    """No sensor runs here: the chain's own asset records its failure as it raises."""
+    from eval_pipeline.assets.corpus import longmemeval_upstream
+    from eval_pipeline.assets.resources import CorpusSettings, ProjectPaths
+
+    bad = tmp_path / "truncated.json"
+    bad.write_text('[{"question_id": "q1", "question_type"')
+    result = dg.materialize(
+        [longmemeval_upstream],
+        resources={
+            "paths": ProjectPaths(state_dir=str(tmp_path / "s")),
+            "corpus": CorpusSettings(source="path", path=str(bad)),
+        },
+        raise_on_error=False,
+    )
+    assert not result.success
+    [line] = (state / "ops" / "failures.jsonl").read_text().splitlines()
+    record = json.loads(line)
+    assert record["run_id"] == result.run_id and record["failed_assets"] == ["longmemeval_upstream"]
+    assert "truncated" in record["message"] or "JSON" in record["message"]
 
 
 def test_retry_tags_retry_crashes_but_never_step_failures():

@@ -61,7 +61,7 @@ def test_materialization_reports_failures_completeness_nodes_and_pins(injected_s
     assert result.success
     meta = result.asset_materializations_for_node("reconciled_graph")[0].metadata
     n = len(SESSION_IDS)
-    assert meta["completeness"].value == pytest.approx((n - 1) / n, abs=1e-6)
+    assert meta["completeness"].value == pytest.approx((n - 1) / n, abs=1e-4)  # rounded
     assert meta["sessions_failed_this_run"].value == 1
     assert meta["sessions_done_this_run"].value == n - 1
     table = meta["failures"].value

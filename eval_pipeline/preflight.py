@@ -1,0 +1,124 @@
+"""Preflight: every option checked before any Dagster run is launched (so before the wipe).
+
+Each check builds what the run would build — the upstream spec resolved, the reconciler and
+the retriever constructed, every model role's credentials read, the graph address parsed —
+without touching the graph or calling a model, and raises PreflightError with one line naming
+the option. `eval-pipeline run` calls it before launching anything (exit 2); the `eval_chain`
+job calls it before its first stage, so a Launchpad typo fails in seconds, not after the wipe.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import urlsplit
+
+from eval_pipeline.corpus.errors import CorpusError
+from eval_pipeline.corpus.upstream import check_resolvable
+from eval_pipeline.llm import LLMConfigError, LLMError
+
+BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+BACKENDS = ("arcadedb", "memgraph")
+
+
+class PreflightError(ValueError):
+    """An option that cannot work; the message is one line naming it."""
+
+
+def check_graph_uri(uri: str | None, *, option: str = "--graph-uri") -> None:
+    if uri is None:
+        return
+    parts = urlsplit(uri)
+    if parts.scheme not in BOLT_SCHEMES or not parts.hostname:
+        raise PreflightError(
+            f"{option} {uri!r} is not a Bolt address: expected bolt://HOST:PORT "
+            f"(schemes: {', '.join(BOLT_SCHEMES)})"
+        )
+    if parts.username or parts.password:
+        # Credentials in a URL end up in Dagster's run storage and logs: never accept them.
+        raise PreflightError(
+            f"{option} must not carry credentials; set EVAL_GRAPH_USER and EVAL_GRAPH_PASSWORD "
+            "in the environment instead"
+        )
+
+
+def check_http_url(url: str | None, *, option: str = "--graph-http-url") -> None:
+    if url is None:
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PreflightError(f"{option} {url!r} is not an http(s) URL")
+    if parts.username or parts.password:
+        raise PreflightError(
+            f"{option} must not carry credentials; set EVAL_GRAPH_USER and EVAL_GRAPH_PASSWORD "
+            "in the environment instead"
+        )
+
+
+def _failure_text(exc: BaseException) -> str:
+    text = getattr(exc, "description", None) or str(exc)  # a dg.Failure keeps it apart
+    return " ".join(str(text or type(exc).__name__).split())
+
+
+def preflight(resources: dict[str, Any]) -> None:
+    """Check the chain's resources (ConfigurableResource objects, as the run will build them)."""
+    import dagster as dg  # only when a chain is about to run: the CLI starts without it
+
+    from eval_pipeline.retrieve.protocol import RetrievalEnv
+
+    corpus, graph = resources["corpus"], resources["graph"]
+    reconcile, retrieval, scoring = (
+        resources["reconcile"],
+        resources["retrieval"],
+        resources["scoring"],
+    )
+    try:
+        corpus.tier_selection()
+        check_resolvable(corpus.upstream_spec())
+    except CorpusError as exc:  # it names its field
+        raise PreflightError(str(exc)) from None
+    except ValueError as exc:
+        raise PreflightError(f"--upstream: {exc}") from None
+    if graph.backend not in BACKENDS:
+        raise PreflightError(
+            f"--backend must be one of {', '.join(BACKENDS)}, not {graph.backend!r}"
+        )
+    if graph.backend != "arcadedb" and graph.uri is None:
+        raise PreflightError(
+            f"--backend {graph.backend} needs --graph-uri: only ArcadeDB is embedded"
+        )
+    check_graph_uri(graph.uri)
+    check_http_url(graph.http_url)
+    if retrieval.top_k < 1:
+        raise PreflightError(f"--top-k must be at least 1, not {retrieval.top_k}")
+    layers = []
+    try:
+        try:
+            layer = reconcile.llm_layer()
+            layers.append(layer)
+            reconcile.build(layer)  # constructed is enough: nothing is called
+        except (dg.Failure, LLMError, ValueError) as exc:
+            raise PreflightError(
+                f"--reconciler {reconcile.reconciler}: {_failure_text(exc)}"
+            ) from None
+        try:
+            retrieval.checked_scope()
+            layer = retrieval.llm_layer()
+            layers.append(layer)
+            env = RetrievalEnv(store=graph, backend=graph.dialect.name, llm=layer)
+            retrieval.build(env, layer)
+        except (dg.Failure, LLMError, ValueError) as exc:
+            raise PreflightError(
+                f"--retriever {retrieval.retriever}: {_failure_text(exc)}"
+            ) from None
+        try:
+            layers.append(scoring.llm_layer())
+        except (LLMConfigError, LLMError, ValueError) as exc:
+            raise PreflightError(f"--judge {scoring.judge}: {_failure_text(exc)}") from None
+        runs_dir = scoring.runs_dir
+        if runs_dir and os.path.exists(runs_dir) and not os.path.isdir(runs_dir):
+            raise PreflightError(f"--runs-dir {runs_dir} exists and is not a directory")
+    finally:
+        for layer in layers:
+            if layer is not None:
+                layer.close()
