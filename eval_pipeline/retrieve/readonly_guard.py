@@ -13,9 +13,20 @@ literals, comments and backtick-quoted names, then refuses anything that is not 
 - `CALL procedure` unless the procedure is on an allow-list (`DEFAULT_ALLOWED_PROCEDURES`).
   `CALL { ... }` and `CALL (x) { ... }` subqueries are fine: their bodies are scanned like the
   rest of the query;
-- namespaced function calls outside the built-in temporal, spatial and vector namespaces:
-  APOC-style functions (`apoc.cypher.runFirstColumn`, ...) run a query held in a string, which
-  this guard deliberately does not look into. Plain functions (`toLower`, `size`) are fine;
+- namespaced function calls not on an allow-list of exact names (`DEFAULT_ALLOWED_FUNCTIONS`:
+  Cypher's own temporal, spatial and vector functions). APOC-style functions
+  (`apoc.cypher.runFirstColumn`, ...) run a query held in a string, which this guard
+  deliberately does not look into, and a namespace is no promise: ArcadeDB's `vector.*` holds
+  dozens of SQL functions besides Cypher's two. Plain functions (`toLower`, `size`) are fine;
+- any call whose last name part is `eval` (`eval(...)`, `date.eval(...)`, `$x.eval(...)`):
+  ArcadeDB's Cypher reaches its SQL functions (`sql.eval('1 = 1')` runs on 26.10), and SQL's
+  `eval()` parses a string and evaluates it; other servers or versions may expose it under
+  another name. Calls hanging off a parameter or an expression (`$f(...)`, `'a'.f(...)`) too;
+- called names are read the way the servers read them: parts may be backtick-quoted (a doubled
+  backtick is a backtick), separated by dots, whitespace and comments, and are unquoted and
+  joined before the allow-lists are asked. A called name written with backticks is then refused
+  even when allowed: the servers need not agree on whether a dot inside backticks separates
+  parts, and no read needs the quotes;
 - more than one statement (one trailing `;` is fine), and statements that do not start like a
   query (MATCH, OPTIONAL MATCH, WITH, UNWIND, RETURN, CALL, optionally after EXPLAIN/PROFILE).
   This catches the admin commands of both servers (SHOW, ANALYZE GRAPH, STORAGE MODE, BEGIN...)
@@ -23,7 +34,11 @@ literals, comments and backtick-quoted names, then refuses anything that is not 
 - text it cannot read the way the servers read it: unterminated strings, names or comments,
   nested block comments, non-ASCII characters in code (fullwidth or homoglyph letters and
   Unicode spaces could hide a keyword from us but not from the server), line breaks inside a
-  `//` comment that the servers disagree on, NUL characters, backslashes in backtick names.
+  `//` comment that the servers disagree on, NUL characters, backslashes in backtick names,
+  and numbers run into letters or underscores (`LIMIT 0x1SET`, `1_0MERGE`, `1e0SET`): lexers
+  split such text differently (`1_0MERGE` is `1_0` and `MERGE` where numbers take digit
+  separators, `1` and `_0MERGE` where they do not; ArcadeDB 26.10 refuses these forms), so it
+  is never read past.
 
 Comments are read twice, once as a space (what the servers do) and once as nothing (what a tool
 that strips comments before parsing would do); a query must pass both readings. So
@@ -38,9 +53,10 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 __all__ = [
-    "DEFAULT_ALLOWED_FUNCTION_NAMESPACES",
+    "DEFAULT_ALLOWED_FUNCTIONS",
     "DEFAULT_ALLOWED_PROCEDURES",
     "FORBIDDEN_KEYWORDS",
     "WriteRejected",
@@ -75,11 +91,34 @@ DEFAULT_ALLOWED_PROCEDURES = frozenset(
     }
 )
 
-# Namespaces whose functions may be called as `ns.fn(...)`: Cypher's own temporal, spatial and
-# vector functions (date.truncate, duration.between, point.distance, vector.similarity.cosine).
-DEFAULT_ALLOWED_FUNCTION_NAMESPACES = frozenset(
-    {"date", "datetime", "localdatetime", "localtime", "time", "duration", "point", "vector"}
+# Namespaced functions that may be called as `ns.fn(...)`, by exact name (compared
+# case-insensitively, as the servers resolve function names): Cypher's own temporal, spatial and
+# vector functions. Exact, not by namespace: ArcadeDB's `vector.` namespace also holds dozens of
+# SQL functions (`vector.neighbors`, ...), and whatever a server adds under `date.` tomorrow is
+# not read by anyone here today. Extend per call with `allowed_functions=`.
+DEFAULT_ALLOWED_FUNCTIONS = frozenset(
+    {
+        *(
+            f"{kind}.{fn}"
+            for kind in ("date", "datetime", "localdatetime", "localtime", "time")
+            for fn in ("truncate", "realtime", "statement", "transaction")
+        ),
+        "datetime.fromepoch",
+        "datetime.fromepochmillis",
+        "duration.between",
+        "duration.inMonths",
+        "duration.inDays",
+        "duration.inSeconds",
+        "point.distance",
+        "point.withinBBox",
+        "vector.similarity.cosine",
+        "vector.similarity.euclidean",
+    }
 )
+
+# The last part of a called name that is refused whatever comes before it: ArcadeDB's Cypher
+# reaches its SQL functions (`sql.eval(...)`), and SQL's eval() parses and evaluates a string.
+_EVAL = "eval"
 
 # Words that are never part of a read query, with the reason the agent is told. Checked on
 # every unquoted word, wherever it sits: `n.set` or a label `:Delete` is rejected too (write
@@ -154,10 +193,25 @@ _CODE_CHARS = frozenset(
 _AMBIGUOUS_BREAKS = frozenset("\x0b\x0c\x1c\x1d\x1e\x1f\x85\u2028\u2029")
 
 # Placeholders for quoted things in the masked code; control characters cannot occur in code.
+# As a token, a backtick name is `_NAME` followed by the name it spells (unquoted).
 _STRING = "\x01"
 _NAME = "\x02"
 
-_TOKEN = re.compile(r"[ \t\r\n]+|[A-Za-z_][A-Za-z0-9_]*|[0-9]+|.", re.DOTALL)
+_TOKEN = re.compile(
+    r"[ \t\r\n]+"
+    r"|[A-Za-z_][A-Za-z0-9_]*"
+    # Anything that starts like a number runs on through letters, digits, underscores, a dot
+    # before a digit and an exponent's sign, so `0x1SET` is one token (then refused), not `0`
+    # and a harmless-looking word `x1SET`.
+    r"|(?:[0-9]|\.[0-9])(?:[A-Za-z0-9_]|\.(?=[0-9])|(?<=[eE])[+-](?=[0-9]))*"
+    r"|.",
+    re.DOTALL,
+)
+# Numbers every Cypher lexer reads the same way, as one number. Underscores (Cypher 25 digit
+# separators, an identifier's start to Memgraph) and anything glued on are not among them.
+_PLAIN_NUMBER = re.compile(
+    r"0x[0-9A-Fa-f]+|0o[0-7]+|(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+)
 _LINE_COMMENT_BODY = re.compile(r"[^\r\n]*")
 
 
@@ -165,27 +219,29 @@ def check_read_only(
     query: str,
     *,
     allowed_procedures: Iterable[str] = DEFAULT_ALLOWED_PROCEDURES,
-    allowed_function_namespaces: Iterable[str] = DEFAULT_ALLOWED_FUNCTION_NAMESPACES,
+    allowed_functions: Iterable[str] = DEFAULT_ALLOWED_FUNCTIONS,
 ) -> None:
     """Return if `query` is plainly a single read query, else raise `WriteRejected`.
 
-    `allowed_procedures` are the procedure names `CALL` may name (case-insensitive);
-    `allowed_function_namespaces` the roots `ns` of the `ns.fn(...)` calls allowed.
+    `allowed_procedures` are the procedure names `CALL` may name, `allowed_functions` the
+    namespaced functions `ns.fn(...)` that may be called: exact names, case-insensitive.
     """
     if not isinstance(query, str):
         raise WriteRejected(f"a query must be a string, not {type(query).__name__}")
     if "\x00" in query:
         raise WriteRejected("the query contains a NUL character")
     # Lower-cased for the comparison, as written for the messages.
-    procedures = {name.lower(): name for name in allowed_procedures}
-    namespaces = frozenset(name.lower() for name in allowed_function_namespaces)
+    allowed = _Allowed(
+        procedures={name.lower(): name for name in allowed_procedures},
+        functions={name.lower(): name for name in allowed_functions},
+    )
 
-    spaced, glued = _mask(query)
-    _check_code(_tokens(spaced), procedures, namespaces)
+    spaced, glued, names = _mask(query)
+    _check_code(_tokens(spaced, names), allowed)
     if glued == spaced:
         return  # no comments: one reading
     try:
-        _check_code(_tokens(glued), procedures, namespaces)
+        _check_code(_tokens(glued, names), allowed)
     except WriteRejected as rejected:
         raise WriteRejected(
             f"{rejected.reason} (reading the comments as nothing; do not put comments inside words)"
@@ -196,14 +252,14 @@ def is_read_only(
     query: str,
     *,
     allowed_procedures: Iterable[str] = DEFAULT_ALLOWED_PROCEDURES,
-    allowed_function_namespaces: Iterable[str] = DEFAULT_ALLOWED_FUNCTION_NAMESPACES,
+    allowed_functions: Iterable[str] = DEFAULT_ALLOWED_FUNCTIONS,
 ) -> bool:
     """True when `check_read_only` accepts `query`."""
     try:
         check_read_only(
             query,
             allowed_procedures=allowed_procedures,
-            allowed_function_namespaces=allowed_function_namespaces,
+            allowed_functions=allowed_functions,
         )
     except WriteRejected:
         return False
@@ -213,15 +269,17 @@ def is_read_only(
 # --- lexing -------------------------------------------------------------------------------
 
 
-def _mask(query: str) -> tuple[str, str]:
+def _mask(query: str) -> tuple[str, str, list[str]]:
     """The code of `query`, with each string literal and backtick name replaced by a placeholder.
 
-    Returned twice: with every comment read as a space, and with every comment read as nothing.
+    Returned twice: with every comment read as a space, and with every comment read as nothing;
+    then the unquoted backtick names, in order (both readings hold the same names).
     The rules follow the Cypher lexers of both servers (Cypher 25 grammar in ArcadeDB, openCypher
     plus a hand-written pre-lexer in Memgraph); where they differ, the text is refused.
     """
     spaced: list[str] = []
     glued: list[str] = []
+    names: list[str] = []
     i, n = 0, len(query)
     while i < n:
         char = query[i]
@@ -230,7 +288,8 @@ def _mask(query: str) -> tuple[str, str]:
             spaced.append(_STRING)
             glued.append(_STRING)
         elif char == "`":
-            i = _end_of_name(query, i)
+            i, name = _end_of_name(query, i)
+            names.append(name)
             spaced.append(_NAME)
             glued.append(_NAME)
         elif query.startswith("//", i):
@@ -245,7 +304,7 @@ def _mask(query: str) -> tuple[str, str]:
             spaced.append(char)
             glued.append(char)
             i += 1
-    return "".join(spaced), "".join(glued)
+    return "".join(spaced), "".join(glued), names
 
 
 def _end_of_string(query: str, start: int) -> int:
@@ -264,17 +323,26 @@ def _end_of_string(query: str, start: int) -> int:
     raise WriteRejected(f"unterminated string literal starting at offset {start}")
 
 
-def _end_of_name(query: str, start: int) -> int:
-    # A doubled backtick inside a name reads as two adjacent names here, which covers the same
-    # text as the servers' single name, so nothing can hide in between.
-    end = query.find("`", start + 1)
-    if end < 0:
-        raise WriteRejected(f"unterminated backtick-quoted name starting at offset {start}")
+def _end_of_name(query: str, start: int) -> tuple[int, str]:
+    """The end of the backtick name at `start`, and the name it spells.
+
+    As in both servers' grammars (`('`' ~[`]* '`')+`), a backtick right after the closing one
+    continues the name with a literal backtick: `` `a``b` `` is the one name a`b.
+    """
+    end = start
+    while True:
+        close = query.find("`", end + 1)
+        if close < 0:
+            raise WriteRejected(f"unterminated backtick-quoted name starting at offset {start}")
+        end = close
+        if query[end + 1 : end + 2] != "`":
+            break
+        end += 1  # a doubled backtick: look for the closing one after it
     if "\\" in query[start + 1 : end]:
         # Backslashes are literal in backtick names, but a lexer that took them as escapes
         # would end the name elsewhere. Names never need them.
         raise WriteRejected(f"backslash inside the backtick-quoted name at offset {start}")
-    return end + 1
+    return end + 1, query[start + 1 : end].replace("``", "`")
 
 
 def _end_of_line_comment(query: str, start: int) -> int:
@@ -312,36 +380,69 @@ def _describe_bad_char(char: str, offset: int) -> str:
     return f"unexpected character {char!r} at offset {offset}"
 
 
-def _tokens(masked: str) -> list[str]:
-    """Split masked code into words, numbers, placeholders and single punctuation characters.
+def _tokens(masked: str, names: list[str]) -> list[str]:
+    """Split masked code into words, numbers, strings, names and single punctuation characters.
 
-    Digits and letters are split apart (`1CREATE` gives `1`, `CREATE`): Memgraph's pre-lexer
-    splits them the same way, so the word must be checked.
+    A name comes back as the placeholder followed by the name it spells. A number is whatever
+    starts like one and runs on through letters and digits (`1CREATE` is one token): such a token
+    is refused unless it is a plain number, so a word glued to a number is never looked past.
     """
-    return [t for t in _TOKEN.findall(masked) if not t.isspace()]
+    tokens = [t for t in _TOKEN.findall(masked) if not t.isspace()]
+    spelled = iter(names)
+    return [_NAME + next(spelled) if t == _NAME else t for t in tokens]
 
 
 # --- checks --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Allowed:
+    """The allow-lists of one check, keyed by lower-cased name (values as written)."""
+
+    procedures: dict[str, str]
+    functions: dict[str, str]
+
+
+@dataclass(frozen=True)
+class _CalledName:
+    """A procedure or function name as the servers read it: parts unquoted, joined by dots."""
+
+    name: str
+    quoted: bool  # some part was written in backticks
+    start: int  # index of its first token
+    end: int  # index just after its last token
+
+    @property
+    def last_part(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
 
 
 def _is_word(token: str) -> bool:
     return token[0].isalpha() or token[0] == "_"
 
 
-def _check_code(tokens: list[str], procedures: dict[str, str], namespaces: frozenset[str]) -> None:
+def _is_name_part(token: str) -> bool:
+    return _is_word(token) or token[0] == _NAME
+
+
+def _is_number(token: str) -> bool:
+    return token[0].isdigit() or (token[0] == "." and len(token) > 1)
+
+
+def _check_code(tokens: list[str], allowed: _Allowed) -> None:
     for i, token in enumerate(tokens):
-        if not _is_word(token):
-            continue
-        word = token.upper()
-        if word in FORBIDDEN_KEYWORDS:
-            raise WriteRejected(
-                f"{word} is not allowed in a read-only query: {FORBIDDEN_KEYWORDS[word]}"
-            )
-        previous = tokens[i - 1] if i > 0 else ""
-        if word == "CALL":
-            _check_call(tokens, i, procedures)
-        elif previous not in (".", "$") and previous.upper() != "CALL":
-            _check_function_call(tokens, i, namespaces)
+        if _is_word(token):
+            word = token.upper()
+            if word in FORBIDDEN_KEYWORDS:
+                raise WriteRejected(
+                    f"{word} is not allowed in a read-only query: {FORBIDDEN_KEYWORDS[word]}"
+                )
+            if word == "CALL":
+                _check_call(tokens, i, allowed)
+        elif _is_number(token):
+            _check_number(token)
+        elif token == "(":
+            _check_function_call(tokens, i, allowed)
 
     if ";" in tokens[:-1]:
         raise WriteRejected("only one statement is allowed (a ';' separates two statements)")
@@ -355,45 +456,92 @@ def _check_code(tokens: list[str], procedures: dict[str, str], namespaces: froze
         )
 
 
-def _dotted_name(tokens: list[str], start: int) -> tuple[str, int]:
-    """The name `a.b.c` starting at `tokens[start]`, and the index just after it."""
+def _check_number(token: str) -> None:
+    if _PLAIN_NUMBER.fullmatch(token):
+        return
+    raise WriteRejected(
+        f"{token} is not a plain number: a number run into letters or underscores"
+        " (0x1SET, 1_0MERGE, 1e0SET) is split differently by different Cypher parsers;"
+        " put a space after a number and write it without underscores"
+    )
+
+
+def _name_after(tokens: list[str], start: int) -> _CalledName:
+    """The called name whose first part is `tokens[start]`: parts joined by `.` tokens."""
     parts = [tokens[start]]
     i = start + 1
-    while i + 1 < len(tokens) and tokens[i] == "." and _is_word(tokens[i + 1]):
+    while i + 1 < len(tokens) and tokens[i] == "." and _is_name_part(tokens[i + 1]):
         parts.append(tokens[i + 1])
         i += 2
-    return ".".join(parts), i
+    return _called_name(parts, start, i)
 
 
-def _check_call(tokens: list[str], i: int, procedures: dict[str, str]) -> None:
+def _name_before(tokens: list[str], end: int) -> _CalledName:
+    """The called name whose last part is `tokens[end - 1]`."""
+    start = end - 1
+    while start >= 2 and tokens[start - 1] == "." and _is_name_part(tokens[start - 2]):
+        start -= 2
+    return _called_name(tokens[start:end:2], start, end)
+
+
+def _called_name(parts: list[str], start: int, end: int) -> _CalledName:
+    quoted = any(part[0] == _NAME for part in parts)
+    name = ".".join(part[1:] if part[0] == _NAME else part for part in parts)
+    return _CalledName(name=name, quoted=quoted, start=start, end=end)
+
+
+def _check_call(tokens: list[str], i: int, allowed: _Allowed) -> None:
     following = tokens[i + 1] if i + 1 < len(tokens) else ""
     if following in ("{", "("):
         return  # a subquery, CALL { ... } or CALL (x) { ... }: its body is scanned as usual
-    if following == _NAME:
-        raise WriteRejected("procedure names must not be backtick-quoted")
-    if not following or not _is_word(following):
+    if not following or not _is_name_part(following):
         raise WriteRejected("CALL must be followed by a procedure name or a { subquery }")
-    name, end = _dotted_name(tokens, i + 1)
-    if end + 1 < len(tokens) and tokens[end] == "." and tokens[end + 1] == _NAME:
-        raise WriteRejected("procedure names must not be backtick-quoted")
-    if name.lower() in procedures:
-        return
-    if name.lower().startswith(_KNOWN_WRITING_PROCEDURES):
-        why = "it writes or administers the database"
-    elif procedures:
-        why = "only these read procedures may be called: " + ", ".join(sorted(procedures.values()))
-    else:
-        why = "no procedure may be called"
-    raise WriteRejected(f"procedure {name} is not allowed: {why}")
+    called = _name_after(tokens, i + 1)
+    name = called.name
+    if name.lower() not in allowed.procedures:
+        if name.lower().startswith(_KNOWN_WRITING_PROCEDURES):
+            why = "it writes or administers the database"
+        elif allowed.procedures:
+            listed = sorted(allowed.procedures.values())
+            why = "only these read procedures may be called: " + ", ".join(listed)
+        else:
+            why = "no procedure may be called"
+        raise WriteRejected(f"procedure {name} is not allowed: {why}")
+    if called.quoted:
+        raise WriteRejected(
+            f"procedure names must not be backtick-quoted: write {name} without backticks"
+        )
+    after = tokens[called.end] if called.end < len(tokens) else ""
+    if after not in ("(", ";", "") and after.upper() != "YIELD":
+        raise WriteRejected(
+            f"procedure {name} must be followed by its arguments in parentheses or by YIELD"
+        )
 
 
-def _check_function_call(tokens: list[str], i: int, namespaces: frozenset[str]) -> None:
-    name, end = _dotted_name(tokens, i)
-    if "." not in name or end >= len(tokens) or tokens[end] != "(":
-        return  # a variable, a property access or a plain built-in function
-    if name.split(".", 1)[0].lower() in namespaces:
-        return
-    raise WriteRejected(
-        f"function {name}() is not allowed: namespaced functions may run a query given as a"
-        " string; only built-in functions and " + ", ".join(sorted(namespaces)) + ".* may be used"
-    )
+def _check_function_call(tokens: list[str], paren: int, allowed: _Allowed) -> None:
+    """Check the call, if any, that the `(` at `tokens[paren]` opens."""
+    if paren == 0 or not _is_name_part(tokens[paren - 1]):
+        return  # a pattern, a subexpression or an argument list of nothing named
+    called = _name_before(tokens, paren)
+    before = tokens[called.start - 1] if called.start > 0 else ""
+    name = called.name
+    if called.last_part.lower() == _EVAL:
+        raise WriteRejected(f"{name}() is not allowed: eval() evaluates text as code on the server")
+    if before == "$":
+        raise WriteRejected(f"${name}() is not allowed: a parameter cannot be called")
+    if before == ".":
+        raise WriteRejected(
+            f".{name}() is not allowed: only functions can be called, not methods of a value"
+        )
+    if before.upper() == "CALL":
+        return  # a procedure: _check_call has read it
+    if "." in name and name.lower() not in allowed.functions:
+        listed = ", ".join(sorted(allowed.functions.values())) or "none"
+        raise WriteRejected(
+            f"function {name}() is not allowed: namespaced functions may run a query given as a"
+            f" string; only built-in functions and these may be used: {listed}"
+        )
+    if called.quoted and before != ":":  # after a colon, a label: t:`Turn`(text) in USING INDEX
+        raise WriteRejected(
+            f"function names must not be backtick-quoted: write {name}() without backticks"
+        )

@@ -11,10 +11,17 @@ through the guarded read path and checks the graph fingerprint after each one:
   that dialect lacks, an index that does not exist): failing is fine, writing is not.
 
 Part written by hand, part generated: write clauses combined with case, whitespace and comment
-tricks; read templates combined with keyword-laden string literals.
+tricks; read templates combined with keyword-laden string literals. The guard gaps of issue 13
+(backtick-quoted called names, eval, numbers glued to words, allow-lists matched by prefix) are
+data in `guard_gap_statements.json`: hand-written cases with the words their rejection must
+give (`GAP_REJECTS`), and seeds spelled here in every quoting, spacing and comment style.
 """
 
 from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
 
 # --- helpers ------------------------------------------------------------------------------
 
@@ -349,8 +356,6 @@ _HAND_REJECTS = [
     ("/* nothing */ ;", "comment and a semicolon"),
 ]
 
-MUST_REJECT: list[tuple[str, str]] = _GENERATED_REJECTS + _HAND_REJECTS
-
 
 # --- must allow ---------------------------------------------------------------------------
 
@@ -507,6 +512,139 @@ _GENERATED_ALLOWED = [
     if not (label.startswith("empty comments") and "." in statement.split("(")[0])
 ]
 
-MUST_ALLOW: list[str] = _LITERALS_ALLOWED + _HAND_ALLOWED + _GENERATED_ALLOWED
+
+# --- issue 13: guard gaps, from the data file --------------------------------------------
+
+GAP_DATA_FILE = Path(__file__).with_name("guard_gap_statements.json")
+_GAPS = json.loads(GAP_DATA_FILE.read_text(encoding="utf-8"))
+
+
+def _quote(part: str) -> str:
+    return "`" + part.replace("`", "``") + "`"
+
+
+def _spell(name: str) -> list[tuple[str, str, bool]]:
+    """`(spelling, label, quoted)` for every way of writing the called name `name`."""
+    parts = name.split(".")
+    out = [
+        (name, "plain", False),
+        (name.upper(), "upper case", False),
+        (alternate_case(name), "alternating case", False),
+        (" . ".join(parts), "spaced dots", False),
+        ("\n.".join(parts), "newline before each dot", False),
+        (" /* . */ .".join(parts), "comment before each dot", False),
+        ("./**/".join(parts), "empty comment after each dot", False),
+        ("\t.\t".join(parts) + " ", "tabs, space before (", False),
+        (name + " /* call */ ", "comment before (", False),
+        (name + " // call\n", "line comment before (", False),
+        (".".join(_quote(p) for p in parts), "every part quoted", True),
+        (_quote(name), "whole name in one quote", True),
+        (" . ".join(_quote(p) for p in parts) + " ", "quoted parts, spaced", True),
+        ("/**/.".join(_quote(p) for p in parts), "quoted parts, comments", True),
+        (_quote(name.upper()), "whole name quoted, upper case", True),
+    ]
+    for k, part in enumerate(parts):
+        quoted = [*parts[:k], _quote(part), *parts[k + 1 :]]
+        out.append((".".join(quoted), f"part {k + 1} quoted", True))
+    if len(parts) > 2:
+        out.append(
+            (
+                _quote(".".join(parts[:2])) + "." + ".".join(parts[2:]),
+                "two parts in one quote",
+                True,
+            )
+        )
+    return out
+
+
+def _call_name_cases() -> tuple[list[tuple[str, str, str]], list[str]]:
+    rejects: list[tuple[str, str, str]] = []
+    accepts: list[str] = []
+    for seed in _GAPS["call_names"]:
+        name, template, allowed = seed["name"], seed["template"], seed["allowed"]
+        for spelling, label, quoted in _spell(name):
+            statement = template.replace("$CALL", spelling)
+            if allowed and not quoted:
+                accepts.append(statement)
+            else:
+                reason = "backtick" if allowed else name
+                rejects.append((statement, f"{name}, {label}", reason))
+    return rejects, accepts
+
+
+def _eval_cases() -> list[tuple[str, str, str]]:
+    template = "MATCH (t:Turn) RETURN $CALL('1 = 1') AS x LIMIT 1"
+    cases = []
+    for name in _GAPS["eval_names"]:
+        spellings = [(s, label) for s, label, _ in _spell(name)]
+        if "." in name:
+            spellings.append(("$" + name, "on a parameter"))
+            spellings.append(("$ " + " . ".join(name.split(".")), "on a parameter, spaced"))
+        spellings.append(("'text'." + name, "on a string"))
+        spellings.append(("(t)." + name, "on an expression"))
+        for spelling, label in spellings:
+            cases.append(
+                (template.replace("$CALL", spelling), f"eval call {name}, {label}", "eval")
+            )
+    return cases
+
+
+def _glued_number_cases() -> tuple[list[tuple[str, str, str]], list[str]]:
+    numbers = _GAPS["glued_numbers"]
+    plain = re.compile(
+        r"0x[0-9A-Fa-f]+|0o[0-7]+|(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+    )
+    rejects, accepts = [], []
+    for number in numbers["numbers"]:
+        for glued in numbers["glued"]:
+            for template in (
+                "MATCH (t:Turn) RETURN t LIMIT $NUM",
+                "MATCH (t:Turn) WHERE t.index > $NUM",
+            ):
+                statement = template.replace("$NUM", number + glued)
+                rejects.append(
+                    (statement, f"number {number} glued to {glued!r}", number + glued.split()[0])
+                )
+        if plain.fullmatch(number):
+            accepts += [t.replace("$NUM", number) for t in numbers["accepted_templates"]]
+        else:
+            rejects.append((f"RETURN {number} AS x", f"number {number} with an underscore", number))
+    return rejects, accepts
+
+
+_CALL_REJECTS, _CALL_ACCEPTS = _call_name_cases()
+_NUMBER_REJECTS, _NUMBER_ACCEPTS = _glued_number_cases()
+
+# (statement, note, words the rejection's reason must contain, case-insensitive).
+GAP_REJECTS: list[tuple[str, str, str]] = list(
+    {
+        case[0]: case
+        for case in [
+            *((c["statement"], c["note"], c["reason"]) for c in _GAPS["reject"]),
+            *_CALL_REJECTS,
+            *_eval_cases(),
+            *_NUMBER_REJECTS,
+        ]
+    }.values()
+)
+GAP_ACCEPTS: list[str] = list(
+    dict.fromkeys([*(c["statement"] for c in _GAPS["accept"]), *_CALL_ACCEPTS, *_NUMBER_ACCEPTS])
+)
+
+_BEFORE_GAPS = {statement for statement, _ in _GENERATED_REJECTS + _HAND_REJECTS}
+_ALLOWED_BEFORE_GAPS = set(_LITERALS_ALLOWED + _HAND_ALLOWED + _GENERATED_ALLOWED)
+
+MUST_REJECT: list[tuple[str, str]] = [
+    *_GENERATED_REJECTS,
+    *_HAND_REJECTS,
+    *((s, note) for s, note, _ in GAP_REJECTS if s not in _BEFORE_GAPS),
+]
+
+MUST_ALLOW: list[str] = [
+    *_LITERALS_ALLOWED,
+    *_HAND_ALLOWED,
+    *_GENERATED_ALLOWED,
+    *(s for s in GAP_ACCEPTS if s not in _ALLOWED_BEFORE_GAPS),
+]
 
 ALL_STATEMENTS: list[str] = [statement for statement, _ in MUST_REJECT] + MUST_ALLOW

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval_pipeline.retrieve.readonly_guard import (
+    DEFAULT_ALLOWED_FUNCTIONS,
     DEFAULT_ALLOWED_PROCEDURES,
     FORBIDDEN_KEYWORDS,
     WriteRejected,
@@ -17,6 +18,8 @@ from eval_pipeline.retrieve.readonly_guard import (
 )
 from eval_pipeline_tests.retrieve.adversarial_statements import (
     ALL_STATEMENTS,
+    GAP_ACCEPTS,
+    GAP_REJECTS,
     KEYWORD_PHRASES,
     LITERAL_TEMPLATES,
     MUST_ALLOW,
@@ -96,10 +99,35 @@ def test_allowed_procedures_are_configurable():
     assert not is_read_only(search, allowed_procedures=())
 
 
-def test_allowed_function_namespaces_are_configurable():
+def test_allowed_functions_are_configurable_and_exact():
     query = "MATCH (t:Turn) RETURN apoc.text.join([t.text], ',')"
     assert not is_read_only(query)
-    assert is_read_only(query, allowed_function_namespaces={"apoc"})
+    assert is_read_only(query, allowed_functions={"apoc.text.join"})
+    assert is_read_only(query.replace("join", "JOIN"), allowed_functions={"apoc.text.join"})
+    # Exact names: neither a longer name, nor one below it, nor the namespace passes.
+    for other in ("apoc.text.joinAndDrop", "apoc.text.join.x", "apoc.text.split", "apoc.text"):
+        assert not is_read_only(
+            f"RETURN {other}(['a'], ',')", allowed_functions={"apoc.text.join"}
+        ), other
+    # Tightening works too: with none allowed, date.truncate is refused.
+    truncate = "RETURN date.truncate('day', date('2023-05-30'))"
+    assert is_read_only(truncate)
+    assert not is_read_only(truncate, allowed_functions=())
+
+
+def test_allow_lists_hold_exact_names_only():
+    """What the allow-lists hold: full names of a namespace and a function, never a namespace
+    alone (a name without a dot would be a plain function and need no listing)."""
+    for name in DEFAULT_ALLOWED_PROCEDURES | DEFAULT_ALLOWED_FUNCTIONS:
+        assert "." in name and not name.endswith(".") and "`" not in name, name
+    for name in DEFAULT_ALLOWED_PROCEDURES:
+        assert is_read_only(f"CALL {name}('x', 'y') YIELD node RETURN node"), name
+        for longer in (name + "AndDrop", name + ".drop", name[:-1]):
+            assert not is_read_only(f"CALL {longer}('x', 'y') YIELD node RETURN node"), longer
+    for name in DEFAULT_ALLOWED_FUNCTIONS:
+        assert is_read_only(f"RETURN {name}(1) AS x"), name
+        for longer in (name + "AndDrop", name + ".drop", name[:-1], name + "X"):
+            assert not is_read_only(f"RETURN {longer}(1) AS x"), longer
 
 
 @pytest.mark.parametrize("value", [None, b"MATCH (n) RETURN n", 42])
@@ -272,3 +300,178 @@ def test_whatever_it_accepts_it_has_read_to_the_end(text: str):
     if is_read_only(text):
         assert not is_read_only(text + "\nCREATE (n)")
         assert not is_read_only(text + "\n; MATCH (m) RETURN m")
+
+
+# --- issue 13: guard gaps ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("statement", "note", "reason"), GAP_REJECTS, ids=[f"gap-{i}" for i in range(len(GAP_REJECTS))]
+)
+def test_guard_gap_is_rejected_with_a_clear_reason(statement: str, note: str, reason: str):
+    """Each gap of issue 13, and its variants, is refused, and the reason names the offence
+    (the normalised procedure or function name, eval, backticks, the glued number)."""
+    with pytest.raises(WriteRejected) as caught:
+        check_read_only(statement)
+    assert reason.lower() in caught.value.reason.lower(), (note, caught.value.reason)
+
+
+@pytest.mark.parametrize(
+    "statement", GAP_ACCEPTS, ids=[f"gap-ok-{i}" for i in range(len(GAP_ACCEPTS))]
+)
+def test_reads_near_the_gaps_stay_accepted(statement: str):
+    check_read_only(statement)
+
+
+def test_gap_corpus_is_in_the_shared_lists_and_counted():
+    """The gap cases feed MUST_REJECT / MUST_ALLOW, which the live-server test runs."""
+    rejects = {s for s, _ in MUST_REJECT}
+    assert all(s in rejects for s, _, _ in GAP_REJECTS)
+    assert set(GAP_ACCEPTS) <= set(MUST_ALLOW)
+    assert not rejects & set(MUST_ALLOW)
+    accepted = sum(is_read_only(s) for s in ALL_STATEMENTS)
+    assert accepted == len(MUST_ALLOW)
+    print(
+        f"corpus: {len(ALL_STATEMENTS)} statements ({len(GAP_REJECTS)} gap rejects,"
+        f" {len(GAP_ACCEPTS)} gap reads), {accepted} accepted, {len(MUST_REJECT)} rejected"
+    )
+
+
+@pytest.mark.parametrize(
+    ("statement", "named"),
+    [
+        (
+            "RETURN `apoc`.cypher.runFirstColumnSingle('x')",
+            "function apoc.cypher.runFirstColumnSingle()",
+        ),
+        ("CALL `db`.`index`.fulltext.drop('t')", "procedure db.index.fulltext.drop is not allowed"),
+        ("CALL `db`.labels()", "write db.labels without backticks"),
+        ("RETURN `date`.truncate('day', date())", "write date.truncate() without backticks"),
+        ("RETURN `ap``oc`.x()", "ap`oc.x()"),
+        ("RETURN eval('1')", "eval() evaluates text as code"),
+        ("RETURN Date . `EVAL` ('1')", "Date.EVAL() is not allowed: eval()"),
+        ("RETURN $x.eval('1')", "x.eval() is not allowed: eval()"),
+        ("RETURN $x.run('1')", "a parameter cannot be called"),
+        ("RETURN 'a'.run()", "not methods of a value"),
+        ("MATCH (n) RETURN n LIMIT 0x1SET n.x = 1", "0x1SET is not a plain number"),
+        ("MATCH (n) RETURN n LIMIT 1_0MERGE (m)", "1_0MERGE is not a plain number"),
+        ("MATCH (n) WHERE n.x > 1e0SET n.x = 1", "1e0SET is not a plain number"),
+        ("RETURN 1/**/AS x", "1AS is not a plain number"),
+        ("CALL db.index.fulltext.queryNodesAndDrop('a', 'b')", "queryNodesAndDrop is not allowed"),
+        ("RETURN date.truncateAndDrop('day', date())", "date.truncateAndDrop() is not allowed"),
+    ],
+)
+def test_gap_reason_names_the_offence(statement: str, named: str):
+    with pytest.raises(WriteRejected, match=re.escape(named)):
+        check_read_only(statement)
+
+
+# Called names spelled every way the lexers allow: parts optionally quoted, dots with spaces,
+# newlines or comments around them, anything between the name and its parenthesis.
+_NAMES = [
+    "apoc.cypher.runFirstColumnSingle",
+    "db.index.fulltext.drop",
+    "db.index.fulltext.queryNodesAndDrop",
+    "date.eval",
+    "vector.neighbors",
+    "util.sleep",
+    *sorted(DEFAULT_ALLOWED_FUNCTIONS)[:6],
+    "vector.similarity.cosine",
+]
+_GAPS = st.sampled_from(["", " ", "\n", "\t", "/**/", " /* c */ ", " // c\n"])
+
+
+@st.composite
+def _spelled(draw, name: str) -> tuple[str, bool]:
+    """`name` spelled with random quoting, case and gaps; and whether a part was quoted."""
+    quoted = False
+    out = []
+    for part in name.split("."):
+        part = draw(st.sampled_from([part, part.upper(), part.lower()]))
+        if draw(st.booleans()):
+            part, quoted = "`" + part + "`", True
+        out.append(part)
+    spelled = ""
+    for k, part in enumerate(out):
+        if k:
+            spelled += draw(_GAPS) + "." + draw(_GAPS)
+        spelled += part
+    return spelled + draw(_GAPS), quoted
+
+
+@FUZZ
+@given(data=st.data(), name=st.sampled_from(_NAMES))
+def test_called_function_names_are_normalised(data, name: str):
+    spelled, quoted = data.draw(_spelled(name), label="spelled")
+    query = f"RETURN {spelled}(1) AS x"
+    allowed = name.lower() in {n.lower() for n in DEFAULT_ALLOWED_FUNCTIONS}
+    assert is_read_only(query) == (allowed and not quoted), query
+
+
+_PROCEDURES = [
+    "db.index.fulltext.queryNodes",
+    "db.labels",
+    "text_search.search",
+    "db.index.fulltext.drop",
+    "db.index.fulltext.queryNodesAndDrop",
+    "apoc.cypher.doIt",
+    "db.labels.drop",
+]
+
+
+@FUZZ
+@given(data=st.data(), name=st.sampled_from(_PROCEDURES))
+def test_called_procedure_names_are_normalised(data, name: str):
+    spelled, quoted = data.draw(_spelled(name), label="spelled")
+    query = f"CALL {spelled}('a', 'b') YIELD node RETURN node"
+    allowed = name.lower() in {n.lower() for n in DEFAULT_ALLOWED_PROCEDURES}
+    assert is_read_only(query) == (allowed and not quoted), query
+
+
+@FUZZ
+@given(
+    data=st.data(),
+    prefix=st.sampled_from(["", "date.", "vector.", "$x.", "n.", "'s'.", "(n).", "a.b."]),
+    flips=_CASE_FLIPS,
+)
+def test_any_eval_call_is_rejected(data, prefix: str, flips):
+    name = _recase("eval", flips)
+    if data.draw(st.booleans(), label="quoted"):
+        name = "`" + name + "`"
+    query = f"MATCH (n) RETURN {prefix}{name}{data.draw(_GAPS, label='gap')}('1') AS x"
+    with pytest.raises(WriteRejected, match="(?i)eval"):
+        check_read_only(query)
+
+
+_PLAIN_NUMBERS = st.one_of(
+    st.integers(0, 10**12).map(str),
+    st.integers(0, 10**9).map(hex),
+    st.integers(0, 10**9).map(lambda i: f"0o{i:o}"),
+    st.floats(0, 1e12, allow_nan=False).map(repr).filter(lambda s: "inf" not in s),
+    st.builds(lambda m, e: f"{m}e{e}", st.integers(0, 99), st.integers(-20, 20)),
+)
+_GLUED = st.sampled_from(
+    [
+        "SET n.x = 1",
+        "MERGE (m)",
+        "DELETE n",
+        "CREATE (m)",
+        "REMOVE n.x",
+        "DETACH DELETE n",
+        "RETURN n",
+        "x",
+        "_1",
+        "AS y",
+    ]
+)
+
+
+@FUZZ
+@given(number=_PLAIN_NUMBERS, glued=_GLUED, spacer=st.sampled_from([" ", "\n", "\t", " /* c */ "]))
+def test_a_number_glued_to_a_word_is_rejected_and_spaced_it_is_read(number, glued, spacer):
+    """Glued, the number is refused whatever follows; with a space the number itself is fine
+    (what follows is judged on its own: a write keyword is still refused)."""
+    with pytest.raises(WriteRejected, match="not a plain number"):
+        check_read_only(f"MATCH (n) WHERE n.x > {number}{glued}")
+    spaced = f"MATCH (n) WHERE n.x > {number}{spacer}RETURN n LIMIT 10"
+    check_read_only(spaced)
