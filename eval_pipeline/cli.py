@@ -273,6 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from eval_pipeline.settings import private_umask
+
+    private_umask()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -15,10 +15,17 @@ from eval_pipeline.assets.resources import CorpusSettings, ProjectPaths
 from eval_pipeline.assets.retrieval import RETRIEVAL_ASSETS, RETRIEVAL_CHECKS, RetrievalSettings
 from eval_pipeline.assets.scoring import SCORING_ASSETS, SCORING_CHECKS, ScoringSettings
 from eval_pipeline.graph.store import GraphStore
+from eval_pipeline.llm import install_log_redaction
 from eval_pipeline.ops.chain import run_chain_stages
 from eval_pipeline.ops.schedules import OPS_SCHEDULES
 from eval_pipeline.ops.sensors import OPS_SENSORS
 from eval_pipeline.ops.tags import CHAIN_JOB_NAME, CHAIN_RUN_TAGS, STAGE_JOB_NAME, STAGE_RUN_TAGS
+from eval_pipeline.settings import private_umask
+
+# Before any run logs or writes anything, whatever launched it: every log record of the process
+# is redacted (Dagster's event log and compute logs included), and what it creates is private.
+install_log_redaction()
+private_umask()
 
 ALL_ASSETS = [
     *CORPUS_ASSETS,

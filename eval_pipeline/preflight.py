@@ -55,6 +55,32 @@ def check_http_url(url: str | None, *, option: str = "--graph-http-url") -> None
         )
 
 
+def check_model_roles(specs: dict[str, str]) -> None:
+    """Each model role on its own, so the refusal names the option: its spec parses, its model
+    name is not a key, its provider's key is in the environment."""
+    from eval_pipeline.llm import LLMLayer, LLMSettings
+
+    roles = {
+        "--reader": "reader",
+        "--retrieval-agent": "retrieval_agent",
+        "--judge": "judge",
+        "--reconciler-model": "reconciler",
+    }
+    for option, spec in specs.items():
+        if (spec or "offline").strip() == "offline":
+            continue
+        try:
+            LLMLayer(LLMSettings.from_specs({roles[option]: spec})).close()
+        except (LLMError, ValueError) as exc:
+            raise PreflightError(f"{option} {_safe(spec)}: {_failure_text(exc)}") from None
+
+
+def _safe(spec: str) -> str:
+    from eval_pipeline.llm.config import safe_spec
+
+    return safe_spec(spec)
+
+
 def _failure_text(exc: BaseException) -> str:
     text = getattr(exc, "description", None) or str(exc)  # a dg.Failure keeps it apart
     return " ".join(str(text or type(exc).__name__).split())
@@ -91,6 +117,14 @@ def preflight(resources: dict[str, Any]) -> None:
     check_http_url(graph.http_url)
     if retrieval.top_k < 1:
         raise PreflightError(f"--top-k must be at least 1, not {retrieval.top_k}")
+    check_model_roles(
+        {
+            "--reader": retrieval.reader if retrieval.reader_spec() == "llm" else "offline",
+            "--retrieval-agent": retrieval.retrieval_agent,
+            "--judge": scoring.judge,
+            "--reconciler-model": reconcile.llm,
+        }
+    )
     layers = []
     try:
         try:

@@ -21,3 +21,9 @@ def state_dir() -> Path:
     if (REPO_DIR / "pyproject.toml").is_file():
         return REPO_DIR / ".eval_state"
     return Path.cwd() / ".eval_state"
+
+
+def private_umask() -> None:
+    """Files and directories the pipeline creates are private to its user (0600/0700): the
+    state dir holds model answers, caches and Dagster's storage, never for other users."""
+    os.umask(0o077)

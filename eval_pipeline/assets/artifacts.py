@@ -5,6 +5,9 @@ Each asset writes into a directory of its own for the Dagster run that materiali
 with a `stage.json` record: what the stage vouches for (pins, counts, digests) and the records
 of the inputs it consumed. Its materialization's metadata names the directory.
 
+Every file is redacted (secret values from the environment, whole or in part) and made private
+(0600, directories 0700) before the artifact is published.
+
 A stage finds an input through the materializations, never through a fixed path: the input's
 materialization in *this* run when the run materialized it, otherwise the latest one (a run
 of only the downstream assets consumes what is there, and records exactly which). Two runs
@@ -27,6 +30,8 @@ from typing import Any
 
 import dagster as dg
 from pydantic import BaseModel, Field
+
+from eval_pipeline.llm.credentials import redact_tree
 
 ARTIFACT_META = "artifact_dir"
 STAGE_FILE = "stage.json"
@@ -186,6 +191,8 @@ def publish(
             inputs=inputs or {},
         )
         (stage / STAGE_FILE).write_text(record.model_dump_json(indent=2) + "\n", "utf-8")
+        # The same redaction as a run bundle, and private permissions, for every file.
+        redact_tree(stage)
         if final.exists():  # a re-executed step of this same run: its own earlier attempt
             shutil.rmtree(final)
         os.replace(stage, final)

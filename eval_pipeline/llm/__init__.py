@@ -23,7 +23,7 @@ from eval_pipeline.llm.config import (
     RoleConfig,
     parse_provider_spec,
 )
-from eval_pipeline.llm.credentials import install_log_redaction, redact
+from eval_pipeline.llm.credentials import install_log_redaction, redact, redact_counted
 from eval_pipeline.llm.deepeval_env import ensure_no_confident_upload, harden_deepeval_env
 from eval_pipeline.llm.errors import (
     ConfidentUploadRefused,
@@ -61,4 +61,5 @@ __all__ = [
     "install_log_redaction",
     "parse_provider_spec",
     "redact",
+    "redact_counted",
 ]

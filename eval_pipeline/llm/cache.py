@@ -17,6 +17,7 @@ An unreadable file (not SQLite, corrupt, locked past the busy timeout, unwritabl
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -124,6 +125,9 @@ class ResponseCache:
             except BaseException:
                 conn.close()
                 raise
+            for suffix in ("", "-wal", "-shm"):  # private: the cache holds model answers
+                with contextlib.suppress(OSError):
+                    os.chmod(f"{self.path}{suffix}", 0o600)
             self._conn, self._pid = conn, os.getpid()
             return conn
 

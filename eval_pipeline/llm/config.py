@@ -64,9 +64,31 @@ def check_base_url(url: str) -> str:
     return url.rstrip("/")
 
 
-def _safe_spec(text: str) -> str:
-    """The spec as it may appear in an error: any URL userinfo blanked out."""
-    return re.sub(r"://[^/@\s]*@", "://***@", text)
+def safe_spec(text: str) -> str:
+    """The spec as it may appear in an error: URL userinfo, query and fragment blanked out
+    (`?api_key=…` is a key), and whatever else `redact` knows to be secret."""
+    from eval_pipeline.llm.credentials import redact
+
+    text = re.sub(r"://[^/@\s]*@", "://***@", text)
+    text = re.sub(r"([?#])\S*", r"\1***", text)
+    return redact(text)
+
+
+# A model name is a short identifier: one that looks like a key (sk-…, a long token with no
+# separators) is a key pasted in the wrong place — it would be stored in Dagster's run storage.
+_KEY_SHAPED = re.compile(r"^(sk-|sk_|key-|pk-)|^[A-Za-z0-9]{32,}$")
+
+
+def check_model_name(model: str) -> str:
+    from eval_pipeline.llm.credentials import redact
+
+    if _KEY_SHAPED.search(model) or redact(model) != model:
+        raise LLMConfigError(
+            "the model name looks like an API key; keys are read only from the environment "
+            "(OPENAI_API_KEY, ANTHROPIC_API_KEY, or the variable named by api_key_env): give "
+            "the model's name, e.g. openai:gpt-4o-mini"
+        )
+    return model
 
 
 class RoleConfig(BaseModel):
@@ -145,7 +167,7 @@ class RoleConfig(BaseModel):
         try:
             return cls(**fields)
         except ValidationError as exc:
-            raise LLMConfigError(f"invalid role config for {_safe_spec(spec)!r}: {exc}") from None
+            raise LLMConfigError(f"invalid role config for {safe_spec(spec)!r}: {exc}") from None
 
     @property
     def is_offline(self) -> bool:
@@ -298,7 +320,7 @@ def parse_provider_spec(text: str) -> ProviderSpec:
     provider = provider.strip().lower()
     if provider not in PROVIDER_NAMES:
         raise LLMConfigError(
-            f"unknown provider {provider!r} in {_safe_spec(spec)!r}; "
+            f"unknown provider {provider!r} in {safe_spec(spec)!r}; "
             f"providers are {list(PROVIDER_NAMES)}; {_SPEC_HELP}"
         )
     if provider == "offline":
@@ -315,13 +337,14 @@ def parse_provider_spec(text: str) -> ProviderSpec:
         try:
             base_url = check_base_url(base_url)
         except ValueError as exc:
-            raise LLMConfigError(f"bad base URL in {_safe_spec(spec)!r}: {exc}") from None
+            raise LLMConfigError(f"bad base URL in {safe_spec(spec)!r}: {exc}") from None
     elif "@" in rest and provider == "openai_compatible":
         raise LLMConfigError(
-            f"the URL after '@' in {_safe_spec(spec)!r} must start with http:// or https://"
+            f"the URL after '@' in {safe_spec(spec)!r} must start with http:// or https://"
         )
     if not model:
         raise LLMConfigError(f"provider {provider!r} needs a model before '@'; {_SPEC_HELP}")
+    check_model_name(model)
     if provider == "openai_compatible" and base_url is None:
         raise LLMConfigError(
             f"openai_compatible needs a base URL: 'openai_compatible:{model}@http://host:port/v1'"

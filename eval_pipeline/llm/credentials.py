@@ -1,9 +1,12 @@
 """API keys: read only from the environment, and kept out of every text we produce.
 
 `redact` blanks out (a) every value read through `read_api_key`, (b) the current value of any
-environment variable whose name looks like a credential, and (c) key-shaped strings and auth
-headers. It is applied to our exception messages and, through `install_log_redaction`, to every
-log record of the process (provider SDKs and HTTP clients log too, under many logger names).
+environment variable whose name looks like a credential — each whole, and every run of 16 or
+more of its characters (an echo that dropped the `sk-` prefix or cut the key) — and (c)
+key-shaped strings and auth headers. It is the one redaction of the project: log records, error
+messages, model replies (before anything caches or reads them), every file a stage writes, and
+the run bundles all go through it. Log records get it through `install_log_redaction`
+(provider SDKs and HTTP clients log too, under many logger names).
 """
 
 from __future__ import annotations
@@ -13,12 +16,14 @@ import os
 import re
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from eval_pipeline.llm.errors import LLMConfigError
 
 REDACTED = "[REDACTED]"
 _MIN_SECRET_LEN = 8  # shorter values would redact ordinary words
+SUBSTRING_MIN = 16  # a run this long of a secret's characters is redacted too
 _SECRET_ENV_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 
 _known_secrets: set[str] = set()
@@ -54,15 +59,99 @@ def _secret_values() -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-def redact(text: object) -> str:
-    """`text` as a string with every known secret and key-shaped token replaced."""
+def _spans_of(text: str, secret: str) -> list[tuple[int, int]]:
+    """Spans of `text` holding `secret` or any run of at least SUBSTRING_MIN of its characters
+    (an echo may drop the `sk-` prefix, cut the key, or quote a part of it)."""
+    if len(secret) < SUBSTRING_MIN:
+        spans, start = [], text.find(secret)
+        while start >= 0:
+            spans.append((start, start + len(secret)))
+            start = text.find(secret, start + len(secret))
+        return spans
+    offsets: dict[str, list[int]] = {}
+    for i in range(len(secret) - SUBSTRING_MIN + 1):
+        offsets.setdefault(secret[i : i + SUBSTRING_MIN], []).append(i)
+    pattern = re.compile("|".join(re.escape(w) for w in sorted(offsets, key=len, reverse=True)))
+    spans = []
+    pos = 0
+    while (match := pattern.search(text, pos)) is not None:
+        best = (match.start(), match.end())
+        for i in offsets[match.group(0)]:
+            # Grow the match to the longest run of the secret aligned with it.
+            left, right = match.start(), match.end()
+            j, k = i, i + SUBSTRING_MIN
+            while left > 0 and j > 0 and text[left - 1] == secret[j - 1]:
+                left, j = left - 1, j - 1
+            while right < len(text) and k < len(secret) and text[right] == secret[k]:
+                right, k = right + 1, k + 1
+            if right - left > best[1] - best[0]:
+                best = (left, right)
+        spans.append(best)
+        pos = best[1]
+    return spans
+
+
+def redact_counted(text: object, *, shapes: bool = True) -> tuple[str, int]:
+    """`redact`, and how many secret values (or parts of them) it blanked out. `shapes=False`
+    blanks known values only, not key-shaped tokens: for data a user wrote (a conversation may
+    say "sk-something-long"), where only a real secret must go."""
     result = str(text)
+    hits = 0
     for secret in _secret_values():
-        if secret in result:
-            result = result.replace(secret, REDACTED)
-    for pattern, replacement in _PATTERNS:
-        result = pattern.sub(replacement, result)
-    return result
+        spans = _spans_of(result, secret)
+        for start, end in reversed(spans):
+            result = result[:start] + REDACTED + result[end:]
+        hits += len(spans)
+    if shapes:
+        for pattern, replacement in _PATTERNS:
+            result, n = pattern.subn(replacement, result)
+            hits += n
+    return result, hits
+
+
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+def redact_file(path: Path) -> int:
+    """Blank every known secret value (and its long runs) out of a text file the pipeline
+    wrote, line by line (a 200 MB fixtures file never sits in memory whole), and make it
+    private. Returns the number of redactions; the file is rewritten only when there are any."""
+    path = Path(path)
+    hits = 0
+    if _secret_values():
+        with path.open(encoding="utf-8", errors="surrogateescape") as fh:
+            dirty = any(redact_counted(line, shapes=False)[1] for line in fh)
+        if dirty:
+            tmp = path.with_name(path.name + ".redacting")
+            with (
+                path.open(encoding="utf-8", errors="surrogateescape") as src,
+                tmp.open("w", encoding="utf-8", errors="surrogateescape", newline="") as dst,
+            ):
+                for line in src:
+                    clean, n = redact_counted(line, shapes=False)
+                    hits += n
+                    dst.write(clean)
+            os.replace(tmp, path)
+    os.chmod(path, PRIVATE_FILE)
+    return hits
+
+
+def redact_tree(root: Path) -> int:
+    """`redact_file` on every file under `root` (directories made private too)."""
+    root = Path(root)
+    hits = 0
+    for dirpath, _, files in os.walk(root):
+        os.chmod(dirpath, PRIVATE_DIR)
+        for name in files:
+            hits += redact_file(Path(dirpath) / name)
+    return hits
+
+
+def redact(text: object) -> str:
+    """`text` as a string with every known secret — whole, or any run of SUBSTRING_MIN or
+    more of its characters — and every key-shaped token replaced."""
+    return redact_counted(text)[0]
 
 
 def read_api_key(env_name: str, *, required: bool = True) -> str | None:

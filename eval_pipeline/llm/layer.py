@@ -505,7 +505,14 @@ class RoleClient:
                 await asyncio.sleep(delay)
                 continue
             ledger.usage(self.name, reply.input_tokens, reply.output_tokens)
-            return reply
+            # A provider may echo the key back (whole, or without its prefix): nothing after
+            # this point — validation, the cache, the caller, the graph, a bundle — sees it.
+            return reply.model_copy(
+                update={
+                    "text": redact(reply.text),
+                    "model": redact(reply.model) if reply.model else reply.model,
+                }
+            )
 
 
 def _sum_or_none(values: Any) -> int | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 
 import dagster as dg
 
+from eval_pipeline.llm.credentials import PRIVATE_FILE, redact
 from eval_pipeline.ops.tags import TRIGGER_TAG
 from eval_pipeline.settings import state_dir
 
@@ -91,9 +93,12 @@ def failure_record(context: dg.RunFailureSensorContext) -> dict[str, Any]:
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
+    """One record, redacted (error texts can quote anything), to a private file."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    line = redact(json.dumps(record, sort_keys=True))
     with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(record, sort_keys=True) + "\n")
+        fh.write(line + "\n")
+    os.chmod(path, PRIVATE_FILE)
 
 
 def recorded_run_ids(path: Path | None = None) -> set[str]:

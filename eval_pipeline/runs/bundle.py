@@ -2,8 +2,9 @@
 
 The bundle is assembled in a staging directory beside the runs directory and renamed into
 place in one step, so a reader never sees half a run and an existing run is never touched.
-Before anything is written, every file's text is checked for secret values from the
-environment; a hit is redacted and reported rather than saved.
+Before the bundle is published, every file's text is checked for secret values from the
+environment (whole, or any long run of one); a hit is redacted and reported rather than saved,
+and the files are private (0600).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_pipeline.corpus.jsonl import dumps_line, write_json, write_jsonl
+from eval_pipeline.llm.credentials import PRIVATE_FILE, redact_tree
 
 BUNDLE_FILES = ("manifest.json", "results.jsonl", "summary.json", "hypotheses.jsonl")
 _SECRET_NAME = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
@@ -26,24 +28,6 @@ _LABEL = re.compile(r"[^A-Za-z0-9_.-]+")
 
 class BundleExists(FileExistsError):
     pass
-
-
-def secret_values() -> list[str]:
-    """Values of environment variables named like secrets (long enough to be real)."""
-    return sorted(
-        {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and v and len(v) >= 8},
-        key=len,
-        reverse=True,
-    )
-
-
-def redact(text: str, values: list[str]) -> tuple[str, int]:
-    hits = 0
-    for value in values:
-        if value in text:
-            hits += text.count(value)
-            text = text.replace(value, "[REDACTED]")
-    return text, hits
 
 
 def run_dir_name(label: str | None, started: datetime) -> str:
@@ -84,19 +68,14 @@ def write_bundle(
         write_jsonl(stage / "results.jsonl", rows)
         write_json(stage / "summary.json", summary)
         write_jsonl(stage / "hypotheses.jsonl", hypotheses(rows))
-        values = secret_values()
-        redactions = 0
-        for name in BUNDLE_FILES:
-            path = stage / name
-            text, hits = redact(path.read_text(encoding="utf-8"), values)
-            if hits:
-                path.write_text(text, encoding="utf-8")
-                redactions += hits
+        # The project's one redaction: every secret value, whole or any long run of it (an
+        # echo that dropped the `sk-` prefix), and private permissions.
+        redactions = redact_tree(stage)
         if redactions:
             # Say so in the bundle itself: a reader must know something was removed.
-            (stage / "REDACTED").write_text(
-                dumps_line({"redactions": redactions}) + "\n", encoding="utf-8"
-            )
+            marker = stage / "REDACTED"
+            marker.write_text(dumps_line({"redactions": redactions}) + "\n", encoding="utf-8")
+            os.chmod(marker, PRIVATE_FILE)
         os.rename(stage, target)  # one step; fails rather than replace a non-empty dir
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)

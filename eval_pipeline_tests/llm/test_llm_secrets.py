@@ -22,7 +22,9 @@ from eval_pipeline.llm import (
     ensure_no_confident_upload,
     harden_deepeval_env,
     install_log_redaction,
+    parse_provider_spec,
     redact,
+    redact_counted,
 )
 from eval_pipeline.llm.credentials import REDACTED, read_api_key, register_secret
 from eval_pipeline.llm.deepeval_env import DEEPEVAL_HARDENING
@@ -142,3 +144,54 @@ def test_harden_deepeval_env_sets_the_variables(monkeypatch: pytest.MonkeyPatch)
         "DEEPEVAL_DISABLE_DOTENV": "1",
         "DEEPEVAL_EVAL_MODE": "llm",
     }
+
+
+def test_a_secret_is_redacted_whole_and_by_every_long_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "pfx-test-RUNCANARY-0123456789abcdef"  # no key shape: only the value is known
+    monkeypatch.setenv("SOME_API_KEY", key)
+    stripped = key.removeprefix("pfx-")
+    text, hits = redact_counted(f"a {key} b {stripped} c {key[10:30]} d {key[:12]}")
+    assert hits == 3 and key[10:30] not in text and stripped not in text
+    assert key[:12] in text  # 12 characters: too short to be the secret, left alone
+    # A long run of the secret inside other text, glued on both sides.
+    glued, n = redact_counted(f"xx{key[5:25]}yy")
+    assert n == 1 and glued == "xx[REDACTED]yy"
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "openai:sk-proj-abcdefghijklmnopqrstuv",
+        "anthropic:sk-ant-api03-abcdefghijklmnopqrst",
+        "openai_compatible:A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7@http://127.0.0.1:9/v1",
+    ],
+)
+def test_a_key_shaped_model_name_is_refused(spec: str) -> None:
+    with pytest.raises(LLMConfigError, match="looks like an API key") as refused:
+        parse_provider_spec(spec)
+    assert spec.split(":", 1)[1][:12] not in str(refused.value)
+
+
+def test_a_refused_base_url_does_not_print_its_key() -> None:
+    with pytest.raises(LLMConfigError) as refused:
+        parse_provider_spec("openai_compatible:m@http://127.0.0.1:9/v1?api_key=TOPSECRET-value-123")
+    assert "TOPSECRET" not in str(refused.value) and "query string" in str(refused.value)
+
+
+def test_an_echoed_key_never_reaches_the_caller_or_the_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from eval_pipeline.llm.wire_server import WireServer
+    from eval_pipeline_tests.echo_server import echo
+
+    key = "sk-test-CACHECANARY-9876543210fedcba"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    cache = tmp_path / "cache.sqlite3"
+    with WireServer(responder=echo) as server:
+        spec = f"openai:gpt-4o-mini@{server.openai_base_url}"
+        with LLMLayer(LLMSettings.from_specs({"reader": spec}, cache_path=cache)) as layer:
+            text = layer.role("reader").complete_sync("what do you know?").text
+    assert "[REDACTED]" in text and key[3:19] not in text
+    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert key[3:19].encode() not in stored and key.encode() not in stored
+    assert cache.stat().st_mode & 0o077 == 0
