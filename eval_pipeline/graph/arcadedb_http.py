@@ -11,14 +11,27 @@ import base64
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 from eval_pipeline.graph.errors import GraphQueryError, GraphUnavailableError
 
 
 class ArcadeHttp:
-    def __init__(self, url: str, user: str, password: str, *, timeout_s: float = 600.0) -> None:
+    """`on_command`, when given, hears every SQL command before it is sent (the store notes
+    its own writes there: a DDL statement is a write the instance's checkpoint must know)."""
+
+    def __init__(
+        self,
+        url: str,
+        user: str,
+        password: str,
+        *,
+        timeout_s: float = 600.0,
+        on_command: Callable[[str], None] | None = None,
+    ) -> None:
         self.url = url.rstrip("/")
+        self.on_command = on_command
         token = base64.b64encode(f"{user}:{password}".encode()).decode()
         self._headers = {"Authorization": f"Basic {token}", "Content-Type": "application/json"}
         # Index builds over a full corpus take minutes: the default is generous on purpose.
@@ -41,6 +54,8 @@ class ArcadeHttp:
             ) from None
 
     def sql(self, database: str, command: str) -> list[dict[str, Any]]:
+        if self.on_command is not None:
+            self.on_command(command)
         out = self._call(f"/api/v1/command/{database}", {"language": "sql", "command": command})
         return out.get("result", [])
 

@@ -16,8 +16,18 @@ we never write maps):
     (:Question {question_id})
         one node per question whose haystack is in the batch: scoping only, no question
         text, answer or evidence
-    (:EvalPipelineClaim       {owner, claimed_at, schema_version})
-        marks the instance as the pipeline's own: the wipe refuses to run without it
+    (:EvalPipelineClaim       {owner, claimed_at, schema_version, checkpoint, checkpoint_at,
+                               writers, foreign, foreign_since, wiped_at})
+        marks the instance as the pipeline's own: the wipe refuses to run without it (on
+        an instance that is not empty). `checkpoint` is what the instance held (JSON of the
+        store's inventory: records by label and type, types, indexes, constraints, triggers;
+        our lease and claim left out) when a write phase of ours last ended, at
+        `checkpoint_at`; `writers` lists the write phases of ours under way (written before
+        their first write, removed at their checkpoint). The wipe refuses when the instance
+        holds more than the checkpoint and no write phase of ours is open: someone else
+        wrote. A phase that opens and finds such growth keeps it in `foreign` (JSON, what
+        grew) since `foreign_since`, so that its own checkpoint does not absorb it. The wipe
+        keeps the claim node (and its type) and resets these fields
     (:EvalPipelineFingerprint {fingerprint, schema_version, sessions, turns, questions,
                                injected_at, source})
         written last, after the counts were verified: its presence means "injection
@@ -191,7 +201,42 @@ RETURN f.fingerprint AS fingerprint, f.schema_version AS schema_version,
 
 WRITE_CLAIM = f"""
 CREATE (:{CLAIM} {{owner: '{CLAIM_OWNER}', claimed_at: $claimed_at,
-                   schema_version: {SCHEMA_VERSION}}})
+                   schema_version: {SCHEMA_VERSION}, checkpoint: $checkpoint,
+                   checkpoint_at: $checkpoint_at, writers: []}})
 """
 
-READ_CLAIM = f"MATCH (c:{CLAIM}) RETURN c.owner AS owner, c.claimed_at AS claimed_at LIMIT 1"
+READ_CLAIM = f"""
+MATCH (c:{CLAIM})
+RETURN c.owner AS owner, c.claimed_at AS claimed_at, c.checkpoint AS checkpoint,
+       c.checkpoint_at AS checkpoint_at, c.writers AS writers, c.foreign AS foreign,
+       c.foreign_since AS foreign_since
+LIMIT 1
+"""
+
+# A write phase of ours begins: listed before its first write, so that a phase that never
+# reaches its checkpoint (a crash) is known to have been ours. What someone else wrote since
+# the last checkpoint ($foreign, or null) is kept, the first finding first.
+OPEN_WRITER = f"""
+MATCH (c:{CLAIM})
+SET c.writers = [w IN coalesce(c.writers, []) WHERE w <> $writer] + [$writer],
+    c.foreign = coalesce(c.foreign, $foreign),
+    c.foreign_since = coalesce(c.foreign_since, $foreign_since)
+RETURN count(c) AS claims
+"""
+
+# A write phase of ours ends: what the instance now holds is ours.
+RECORD_CHECKPOINT = f"""
+MATCH (c:{CLAIM})
+SET c.checkpoint = $checkpoint, c.checkpoint_at = $checkpoint_at,
+    c.writers = [w IN coalesce(c.writers, []) WHERE w <> $writer]
+RETURN count(c) AS claims
+"""
+
+# After a wipe: the checkpoint is the wiped instance; only the listed writers stay open.
+RESET_CLAIM = f"""
+MATCH (c:{CLAIM})
+SET c.checkpoint = $checkpoint, c.checkpoint_at = $checkpoint_at, c.writers = $writers,
+    c.wiped_at = $checkpoint_at, c.schema_version = {SCHEMA_VERSION}, c.foreign = null,
+    c.foreign_since = null
+RETURN count(c) AS claims
+"""

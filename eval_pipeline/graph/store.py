@@ -6,36 +6,83 @@ ArcadeDB and Memgraph. With no `uri`, it starts (or reuses) the embedded ArcadeD
 
 The instance is dedicated to evaluation: `claim()` marks an empty instance as ours, and
 `wipe()` refuses to touch a non-empty instance without that mark unless `disposable`.
+"Empty" is the dialect's inventory with nothing in it: no node, relationship, document record,
+type, index, constraint or trigger (our lease aside).
+
+Data someone else wrote after the claim is caught by checkpoints: every write of ours goes
+through this store (Cypher, batches, transactions, and SQL over ArcadeDB's HTTP API), so the
+store knows when one of its write phases begins — it lists itself in the claim node before its
+first write — and records, when the phase ends (`checkpoint()`, called by `close()` and so at
+the end of every Dagster step), what the instance then holds. The wipe compares the instance
+with the last checkpoint: more records, types, indexes, constraints or triggers than that,
+with no write phase of ours open, were written by someone else, and it refuses with one line
+(unless `disposable`). A phase opening also compares, so that its checkpoint never absorbs
+what someone else wrote before it: that finding is kept in the claim for the next wipe.
+
+Limits: writes of ours in a phase that never reached its checkpoint (a killed process) cannot
+be told apart from someone else's, so the next wipe goes ahead and logs it; a delete or a
+property change by someone else is not detected (counts only grow or stay), nor is a foreign
+write made while a write phase of ours is open. The lease's own writes (heartbeat) are ours
+and not a write phase: the lease node is left out of every inventory.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
+import re
+import secrets
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import dagster as dg
 import neo4j
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
-from eval_pipeline.graph import schema, server
+from eval_pipeline.graph import lease, schema, server
 from eval_pipeline.graph.arcadedb_http import ArcadeHttp
 from eval_pipeline.graph.dialects import Dialect, get_dialect
+from eval_pipeline.graph.dialects.base import KEPT_LABELS, Inventory
 from eval_pipeline.graph.errors import (
     ForeignDataError,
     GraphError,
     GraphPayloadError,
+    GraphQueryError,
     GraphRowLimitError,
     GraphTimeoutError,
 )
 
+log = logging.getLogger(__name__)
+
 # ArcadeDB's default Bolt message limit is 16 MiB and a message over it hangs the client with
 # no error; one row must fit well under it even on a server we did not configure.
 MAX_ROW_BYTES = 12 * 1024 * 1024
+
+# The lease's statements are ours but not a write phase: a chain holds (and renews) its lease
+# for hours, and that must not keep a window open in which any change passes for ours.
+_LEASE_STATEMENTS = frozenset(
+    {lease.CREATE_LEASE, lease.TAKE_LEASE, lease.RENEW_LEASE, lease.DELETE_LEASE}
+)
+# Auto-commit statements that only read (everything else is taken for a write: a read taken
+# for a write only opens a phase, a write taken for a read would be someone else's data).
+_CYPHER_READ = re.compile(r"^\s*(SHOW|RETURN|EXPLAIN|PROFILE)\b", re.IGNORECASE)
+_SQL_READ = re.compile(r"^\s*(SELECT|MATCH|TRAVERSE|EXPLAIN|PROFILE)\b", re.IGNORECASE)
+# Write phases of ours open in this process: a wipe here keeps their entries in the claim.
+_OPEN_HERE: set[str] = set()
+_OPEN_LOCK = threading.Lock()
+_BOOKKEEPING_RETRIES = 5
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class BatchStats(BaseModel):
@@ -92,10 +139,29 @@ class GraphStore(dg.ConfigurableResource):
         "default on ArcadeDB, where an oversize message hangs the client)",
     )
 
+    # A refused URL must not be echoed back into Dagster's error either.
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    @field_validator("uri", "http_url")
+    @classmethod
+    def _no_credentials_in_urls(cls, value: str | None) -> str | None:
+        # A URL is stored in Dagster's run storage and logs: credentials never go in one.
+        if value is not None and (urlsplit(value).username or urlsplit(value).password):
+            raise ValueError(
+                "the graph URL must not carry credentials; set EVAL_GRAPH_USER and "
+                "EVAL_GRAPH_PASSWORD in the environment instead"
+            )
+        return value
+
     _driver: neo4j.Driver | None = PrivateAttr(default=None)
     _endpoint: _Endpoint | None = PrivateAttr(default=None)
     _pool: ThreadPoolExecutor | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    # The write phase this store has open (its entry in the claim's `writers`), if any.
+    _writer: str | None = PrivateAttr(default=None)
+    _phase_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _quiet: int = PrivateAttr(default=0)  # > 0 while the wipe runs: its writes open no phase
+    _wipe_note: str | None = PrivateAttr(default=None)
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -139,6 +205,12 @@ class GraphStore(dg.ConfigurableResource):
         return endpoint.uri
 
     def close(self) -> None:
+        """Record the end of this store's write phase (if one is open), then disconnect."""
+        if self._writer is not None and self._driver is not None:
+            try:
+                self.checkpoint()
+            except GraphError as exc:  # the next wipe will not attribute what changed since
+                log.warning("no checkpoint recorded on %s: %s", self.where, exc)
         with self._lock:
             self._close_driver()
             if self._pool is not None:
@@ -170,7 +242,11 @@ class GraphStore(dg.ConfigurableResource):
         ep = self._endpoint
         if ep is None or not ep.http_url:
             return None
-        return ArcadeHttp(ep.http_url, ep.user or "", ep.password or "")
+        return ArcadeHttp(ep.http_url, ep.user or "", ep.password or "", on_command=self._heard_sql)
+
+    def _heard_sql(self, command: str) -> None:
+        if not _SQL_READ.match(command):
+            self._note_write(command)
 
     def driver_agent(self) -> str:
         return self._get_driver().get_server_info().agent
@@ -184,6 +260,11 @@ class GraphStore(dg.ConfigurableResource):
 
     def autocommit(self, query: str, params: Mapping[str, Any] | None = None) -> list[dict]:
         """Run one statement in its own auto-commit transaction (DDL, SHOW ...)."""
+        if not _CYPHER_READ.match(query):
+            self._note_write(query)
+        return self._autocommit(query, params)
+
+    def _autocommit(self, query: str, params: Mapping[str, Any] | None = None) -> list[dict]:
         try:
             with self._session() as session:
                 return session.run(query, dict(params or {})).data()
@@ -192,7 +273,8 @@ class GraphStore(dg.ConfigurableResource):
 
     def write(self, query: str, params: Mapping[str, Any] | None = None) -> list[dict]:
         """Run one write statement (auto-commit) and return its rows."""
-        return self.autocommit(query, params)
+        self._note_write(query)
+        return self._autocommit(query, params)
 
     def write_transaction(
         self, statements: Sequence[tuple[str, Mapping[str, Any]]]
@@ -206,6 +288,7 @@ class GraphStore(dg.ConfigurableResource):
         def work(tx: neo4j.ManagedTransaction) -> list[list[dict]]:
             return [tx.run(query, dict(params)).data() for query, params in statements]
 
+        self._note_write("write transaction")
         try:
             with self._session() as session:
                 return session.execute_write(work)
@@ -303,6 +386,7 @@ class GraphStore(dg.ConfigurableResource):
     def _send(
         self, query: str, param: str, batch: list[Mapping[str, Any]], size: int, stats: BatchStats
     ) -> None:
+        self._note_write(query)
         try:
             with self._session() as session:
                 session.run(query, {param: batch}).consume()
@@ -325,34 +409,174 @@ class GraphStore(dg.ConfigurableResource):
     def node_count(self) -> int:
         return int(self.read("MATCH (n) RETURN count(n) AS n", timeout_s=600)[0]["n"])
 
+    def inventory(self) -> Inventory:
+        """What the instance holds, our lease and claim left out (the dialect's view)."""
+        return self.dialect.inventory(self).without(KEPT_LABELS)
+
+    def foreign_content(self) -> Inventory:
+        """What an unclaimed instance holds that is not ours: the inventory less our
+        bookkeeping types when they hold no record (the lease and claim always)."""
+        return self.inventory().without((), empty_types=schema.BOOKKEEPING_LABELS)
+
     def is_empty(self) -> bool:
-        # Our lease alone does not make an instance someone's data.
-        return not self.read(f"MATCH (n) WHERE NOT n:{schema.LEASE} RETURN 1 AS x LIMIT 1")
+        """No node, relationship, document record, type, index, constraint or trigger (our
+        lease and claim aside). An inventory that cannot see everything is not empty."""
+        found = self.foreign_content()
+        return found.complete and found.is_empty()
+
+    @property
+    def wipe_note(self) -> str | None:
+        """Why the last wipe went ahead over changes it could not attribute, if it did."""
+        return self._wipe_note
 
     def claim(self) -> None:
         """Mark the instance as the pipeline's own; refuse one that holds someone's data."""
         if self.claim_record() is not None:
             return
-        if not self.is_empty() and not self.disposable:
-            raise self._foreign("claim")
+        self._refuse_unclaimed("claim")
         self._write_claim()
 
-    def _write_claim(self) -> None:
-        self.write(schema.WRITE_CLAIM, {"claimed_at": datetime.now(UTC).isoformat()})
+    def _refuse_unclaimed(self, action: str) -> None:
+        if self.disposable:
+            return
+        found = self.foreign_content()
+        if not found.is_empty():
+            raise ForeignDataError(
+                f"refusing to {action} {self.where}: it holds {found.describe()} and no "
+                "eval_pipeline claim: someone else's data; point --graph-uri at a dedicated "
+                "instance, or mark this one disposable if it may be erased"
+            )
+        if not found.complete:
+            raise ForeignDataError(
+                f"refusing to {action} {self.where}: it has no eval_pipeline claim and its "
+                "emptiness cannot be checked (ArcadeDB shows document records, types and "
+                "indexes only over its HTTP API: set --graph-http-url), or mark it disposable "
+                "if it may be erased"
+            )
 
-    def _foreign(self, action: str) -> ForeignDataError:
-        return ForeignDataError(
-            f"refusing to {action} {self.where}: it holds {self.node_count()} nodes and no "
-            "eval_pipeline claim, so this looks like someone else's data; point --graph-uri "
-            "at a dedicated instance, or mark this one disposable if it may be erased"
+    def _write_claim(self) -> None:
+        now = _now()
+        params = {"claimed_at": now, "checkpoint": self._inventory_json(), "checkpoint_at": now}
+        self._bookkeeping(schema.WRITE_CLAIM, params)
+        self._forget_writer()
+
+    def _inventory_json(self) -> str:
+        return self.inventory().model_dump_json()
+
+    def _bookkeeping(self, query: str, params: Mapping[str, Any]) -> list[dict]:
+        """A write to the claim node (ours, never a write phase), retried on a conflict with
+        another writer of ours touching it at the same moment."""
+        for attempt in range(_BOOKKEEPING_RETRIES):
+            try:
+                return self._autocommit(query, params)
+            except GraphQueryError:
+                if attempt + 1 == _BOOKKEEPING_RETRIES:
+                    raise
+                time.sleep(0.1 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def _note_write(self, query: str) -> None:
+        """Before a write of ours: open this store's write phase if none is open, listing it
+        in the claim first (so that a phase cut short is known to have been ours)."""
+        if self._writer is not None or self._quiet or query in _LEASE_STATEMENTS:
+            return
+        with self._phase_lock:
+            if self._writer is not None:
+                return
+            record = self.claim_record()
+            if record is None:
+                return  # nothing to record in; claiming takes what is there as the start
+            writer = f"{socket.gethostname()} pid {os.getpid()} {secrets.token_hex(4)} {_now()}"
+            params: dict[str, Any] = {"writer": writer, "foreign": None, "foreign_since": None}
+            if not record.get("writers") and not record.get("foreign"):
+                # No phase of ours is open, so whatever grew since the checkpoint is someone
+                # else's: keep it for the next wipe rather than let our checkpoint absorb it.
+                added = self._added_since(record)
+                if added is not None and not added.is_empty():
+                    params["foreign"] = added.model_dump_json()
+                    params["foreign_since"] = record.get("checkpoint_at")
+            self._bookkeeping(schema.OPEN_WRITER, params)
+            with _OPEN_LOCK:
+                _OPEN_HERE.add(writer)
+            self._writer = writer
+
+    def _forget_writer(self) -> None:
+        with _OPEN_LOCK:
+            _OPEN_HERE.discard(self._writer or "")
+        self._writer = None
+
+    def checkpoint(self) -> None:
+        """End this store's write phase: what the instance holds now is ours."""
+        writer = self._writer
+        if writer is None:
+            return
+        params = {"checkpoint": self._inventory_json(), "checkpoint_at": _now(), "writer": writer}
+        self._bookkeeping(schema.RECORD_CHECKPOINT, params)
+        self._forget_writer()
+
+    def _added_since(self, record: Mapping[str, Any]) -> Inventory | None:
+        raw = record.get("checkpoint")
+        if not raw:
+            return None  # a claim from before checkpoints: nothing to compare with
+        return self.inventory().added_since(Inventory.model_validate_json(raw))
+
+    def _refuse_foreign_writes(self, record: Mapping[str, Any]) -> None:
+        kept = record.get("foreign")
+        if kept:
+            found, since = Inventory.model_validate_json(kept), record.get("foreign_since")
+        else:
+            added = self._added_since(record)
+            if added is None or added.is_empty():
+                return
+            writers = list(record.get("writers") or [])
+            if writers or self._writer is not None:
+                # A write phase of ours is open (this one, one in this process, or one that
+                # never reached its checkpoint): what grew cannot be told apart from ours.
+                with _OPEN_LOCK:
+                    elsewhere = [w for w in writers if w not in _OPEN_HERE]
+                if elsewhere:  # not ours to vouch for from here: say so
+                    self._wipe_note = (
+                        f"{added.describe()} added since {record.get('checkpoint_at')} taken "
+                        f"for ours: a write phase of ours never recorded its end "
+                        f"({'; '.join(elsewhere)})"
+                    )
+                    log.warning("wiping %s: %s", self.where, self._wipe_note)
+                return
+            found, since = added, record.get("checkpoint_at")
+        verb = "was" if found.items() == 1 else "were"
+        raise ForeignDataError(
+            f"refusing to wipe {self.where}: {found.describe()} {verb} written here by someone "
+            f"else since {since} (the end of the pipeline's last write); point --graph-uri at "
+            "a dedicated instance, or mark this one disposable if it may be erased"
         )
 
     def wipe(self) -> None:
-        """Remove every node, relationship and index (ours or a reconciler's), then re-claim."""
-        if self.claim_record() is None and not self.is_empty() and not self.disposable:
-            raise self._foreign("wipe")
-        self.dialect.wipe(self)
-        self._write_claim()
+        """Remove every node, relationship, type, index, constraint and trigger (ours or a
+        reconciler's), then reset the claim. Refused on an unclaimed instance that is not
+        empty, and on a claimed one someone else wrote to since our last checkpoint, unless
+        `disposable`."""
+        self._wipe_note = None
+        record = self.claim_record()
+        if record is None:
+            self._refuse_unclaimed("wipe")
+        elif not self.disposable:
+            self._refuse_foreign_writes(record)
+        self._quiet += 1
+        try:
+            self.dialect.wipe(self)
+        finally:
+            self._quiet -= 1
+        self._forget_writer()  # what this store wrote is gone: its phase ends here
+        if record is None:
+            self._write_claim()
+            return
+        with _OPEN_LOCK:  # other phases of ours under way in this process stay listed
+            still_open = [w for w in record.get("writers") or [] if w in _OPEN_HERE]
+        now = _now()
+        params = {"checkpoint": self._inventory_json(), "checkpoint_at": now}
+        rows = self._bookkeeping(schema.RESET_CLAIM, {**params, "writers": still_open})
+        if not rows or not rows[0]["claims"]:
+            self._write_claim()
 
     # --- introspection ------------------------------------------------------------------
 

@@ -9,6 +9,11 @@ Quirks handled here (probed on 26.10.x, DESIGN.md section 5):
 - map-valued properties are refused (InvalidPropertyType): JSON-encode them;
 - `db.labels()` lists every vertex type, empty ones included; counts come from SQL's
   `schema:types` record counts (one call) and leave out empty types;
+- "empty" is more than "no vertex": document types hold records Cypher never sees, and a type
+  or an index may exist with no record at all. The inventory (one `SELECT ... FROM
+  schema:types` over HTTP: every type with its kind, record count and indexes) sees them all;
+  a fresh database lists no type and no index (probed on 26.10.x, whether created at server
+  start or over HTTP). Without the HTTP API the inventory is Cypher's partial view;
 - read transactions do not reject writes, and the transaction timeout is ignored (the store
   enforces its own timeout client-side).
 """
@@ -22,7 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from eval_pipeline.graph import schema
 from eval_pipeline.graph.dialects.base import (
+    KEPT_LABELS,
     Dialect,
+    Inventory,
     counts_dict,
     delete_all_batched,
     json_encode_maps,
@@ -62,12 +69,45 @@ def create_fulltext_sql() -> list[str]:
     ]
 
 
+INVENTORY_SQL = "SELECT name, type, records, indexes FROM schema:types"
+
+
 def drop_type_sql(types: list[dict[str, Any]]) -> list[str]:
     """DROP TYPE statements, edges before vertices, for rows of `SELECT ... schema:types`.
-    The lease type stays: it says which chain holds the instance (the wiping one)."""
-    kept = [t for t in types if t["name"] != schema.LEASE]
-    ordered = sorted(kept, key=lambda t: (_TYPE_DROP_ORDER.get(str(t.get("type")), 3), t["name"]))
-    return [f"DROP TYPE {_sql_name(t['name'])} IF EXISTS UNSAFE" for t in ordered]
+    The lease and claim types stay: the lease says which chain holds the instance (the wiping
+    one), and the claim keeps a wipe cut short from leaving an unclaimed instance behind.
+    Indexes on those kept types are dropped one by one."""
+    dropped = [t for t in types if t["name"] not in KEPT_LABELS]
+    ordered = sorted(
+        dropped, key=lambda t: (_TYPE_DROP_ORDER.get(str(t.get("type")), 3), t["name"])
+    )
+    out = [f"DROP TYPE {_sql_name(t['name'])} IF EXISTS UNSAFE" for t in ordered]
+    for t in types:
+        if t["name"] in KEPT_LABELS:
+            out += [f"DROP INDEX {_sql_name(i['name'])} IF EXISTS" for i in t.get("indexes") or []]
+    return out
+
+
+def inventory_from_types(rows: list[dict[str, Any]]) -> Inventory:
+    """The inventory from the rows of INVENTORY_SQL (one per type: vertex, edge, document)."""
+    inv = Inventory()
+    for row in rows:
+        name = str(row["name"])
+        records = int(row.get("records") or 0)
+        kind = str(row.get("type") or "document")
+        inv.types.append(name)
+        if kind == "vertex":
+            inv.labels[name] = records
+            inv.nodes += records
+        elif kind == "edge":
+            inv.relationship_types[name] = records
+            inv.relationships += records
+        else:
+            inv.documents[name] = records
+        inv.indexes += [str(i["name"]) for i in row.get("indexes") or [] if i.get("name")]
+    inv.types.sort()
+    inv.indexes.sort()
+    return inv
 
 
 def _retry_while_busy(call: Callable[[], object], timeout_s: float = 600.0) -> None:
@@ -95,9 +135,30 @@ class ArcadeDBDialect(Dialect):
             for row in store.read("SHOW INDEXES YIELD name RETURN name", timeout_s=60):
                 store.autocommit(f"DROP INDEX `{row['name']}`")
             return
-        types = http.sql(store.database, "SELECT name, type FROM schema:types")
+        types = http.sql(store.database, INVENTORY_SQL)
         for stmt in drop_type_sql(types):
             _retry_while_busy(lambda stmt=stmt: http.sql(store.database, stmt))
+
+    def inventory(self, store: GraphStore) -> Inventory:
+        http = store.http()
+        if http is not None:
+            return inventory_from_types(http.sql(store.database, INVENTORY_SQL))
+        # Cypher alone: vertex types (empty ones too), edges and indexes, no documents.
+        inv = Inventory(complete=False)
+        for label in self.labels(store):
+            q = f"MATCH (n:{quote_name(label)}) RETURN count(n) AS n"
+            inv.labels[label] = int(store.read(q, timeout_s=600)[0]["n"])
+            inv.types.append(label)
+        inv.nodes = sum(inv.labels.values())
+        for rel in self.relationship_types(store):
+            q = f"MATCH ()-[r:{quote_name(rel)}]->() RETURN count(r) AS n"
+            inv.relationship_types[rel] = int(store.read(q, timeout_s=600)[0]["n"])
+            inv.types.append(rel)
+        inv.relationships = sum(inv.relationship_types.values())
+        rows = store.read("SHOW INDEXES YIELD name RETURN name", timeout_s=60)
+        inv.indexes = sorted(str(r["name"]) for r in rows)
+        inv.types.sort()
+        return inv
 
     def create_index_statements(self, pairs: Iterable[tuple[str, str]]) -> list[str]:
         return create_index_statements(pairs)

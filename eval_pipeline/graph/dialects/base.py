@@ -8,10 +8,11 @@ with no connection state of its own.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import neo4j.exceptions as nx
+from pydantic import BaseModel, Field
 
 from eval_pipeline.graph import schema
 from eval_pipeline.graph.errors import (
@@ -24,11 +25,160 @@ if TYPE_CHECKING:
     from eval_pipeline.graph.store import GraphStore
 
 DELETE_BATCH = 10_000
+# Labels (ArcadeDB: types) the wipe never removes: the lease (which chain holds the instance)
+# and the claim (the instance is ours, and what we last wrote to it).
+KEPT_LABELS: tuple[str, ...] = (schema.LEASE, schema.CLAIM)
 
 
 def quote_name(name: str) -> str:
     """A label, type or property name as a Cypher identifier (backticks doubled inside)."""
     return "`" + name.replace("`", "``") + "`"
+
+
+class Inventory(BaseModel):
+    """Everything an instance holds, by kind: what "empty" and "written since" compare.
+
+    Record counts by label or type, plus the names of schema objects. `complete` is False
+    when some kind could not be listed (ArcadeDB without its HTTP API cannot see document
+    records), so emptiness cannot be proven.
+    """
+
+    complete: bool = True
+    nodes: int = 0
+    labels: dict[str, int] = Field(default_factory=dict)  # ArcadeDB: vertex types
+    relationships: int = 0
+    relationship_types: dict[str, int] = Field(default_factory=dict)
+    documents: dict[str, int] = Field(default_factory=dict)  # ArcadeDB document types
+    types: list[str] = Field(default_factory=list)  # ArcadeDB: every type, empty ones too
+    indexes: list[str] = Field(default_factory=list)
+    constraints: list[str] = Field(default_factory=list)
+    triggers: list[str] = Field(default_factory=list)
+
+    def without(self, labels: Iterable[str], *, empty_types: Iterable[str] = ()) -> Inventory:
+        """This inventory minus `labels` (their records and types; ours: lease, claim), and
+        minus the types in `empty_types` when they hold no record (our bookkeeping types)."""
+        drop = set(labels)
+        idle = set(empty_types)
+        label_counts = {k: v for k, v in self.labels.items() if k not in drop}
+        documents = {k: v for k, v in self.documents.items() if k not in drop}
+        edges = {k: v for k, v in self.relationship_types.items() if k not in drop}
+        held = {**self.labels, **self.documents, **self.relationship_types}
+        types = [t for t in self.types if t not in drop and not (t in idle and held.get(t, 0) == 0)]
+        return self.model_copy(
+            update={
+                "nodes": max(0, self.nodes - sum(v for k, v in self.labels.items() if k in drop)),
+                "labels": label_counts,
+                "relationships": max(
+                    0,
+                    self.relationships
+                    - sum(v for k, v in self.relationship_types.items() if k in drop),
+                ),
+                "relationship_types": edges,
+                "documents": documents,
+                "types": types,
+            }
+        )
+
+    def added_since(self, before: Inventory) -> Inventory:
+        """What this inventory holds beyond `before`: record increases, new schema objects.
+        Decreases are not counted (a delete is not someone else's data to protect)."""
+
+        def grown(now: Mapping[str, int], then: Mapping[str, int]) -> dict[str, int]:
+            return {k: v - then.get(k, 0) for k, v in now.items() if v > then.get(k, 0)}
+
+        labels = grown(self.labels, before.labels)
+        edges = grown(self.relationship_types, before.relationship_types)
+        # A node may carry several labels (Memgraph): the total moved at least as much as
+        # any one label did.
+        nodes = max(self.nodes - before.nodes, max(labels.values(), default=0), 0)
+        rels = max(self.relationships - before.relationships, sum(edges.values()), 0)
+        return Inventory(
+            complete=self.complete and before.complete,
+            nodes=nodes,
+            labels=labels,
+            relationships=rels,
+            relationship_types=edges,
+            documents=grown(self.documents, before.documents),
+            types=[t for t in self.types if t not in set(before.types)],
+            indexes=[i for i in self.indexes if i not in set(before.indexes)],
+            constraints=[c for c in self.constraints if c not in set(before.constraints)],
+            triggers=[t for t in self.triggers if t not in set(before.triggers)],
+        )
+
+    def is_empty(self) -> bool:
+        return not (
+            self.nodes
+            or self.relationships
+            or any(self.documents.values())
+            or self.types
+            or self.indexes
+            or self.constraints
+            or self.triggers
+        )
+
+    def items(self) -> int:
+        """How many things this inventory names (records and schema objects)."""
+        return (
+            self.nodes
+            + self.relationships
+            + sum(self.documents.values())
+            + len(self._bare_types())
+            + len(self.indexes)
+            + len(self.constraints)
+            + len(self.triggers)
+        )
+
+    def _bare_types(self) -> list[str]:
+        """Types that hold no record here (a type with records is named by its records)."""
+        held = {
+            name
+            for counts in (self.labels, self.relationship_types, self.documents)
+            for name, n in counts.items()
+            if n > 0
+        }
+        return [t for t in self.types if t not in held]
+
+    def describe(self) -> str:
+        """One phrase: "3 document records of type Invoice and 1 index (Invoice[n])"."""
+        parts: list[str] = []
+        for total, by_name, noun in (
+            (self.nodes, self.labels, "node"),
+            (self.relationships, self.relationship_types, "relationship"),
+            (sum(self.documents.values()), self.documents, "document record"),
+        ):
+            if total > 0:
+                parts.append(_records_phrase(total, by_name, noun))
+        for names, singular, plural in (
+            (self._bare_types(), "type", "types"),
+            (self.indexes, "index", "indexes"),
+            (self.constraints, "constraint", "constraints"),
+            (self.triggers, "trigger", "triggers"),
+        ):
+            if names:
+                noun = singular if len(names) == 1 else plural
+                parts.append(f"{len(names)} {noun} ({_names(names)})")
+        if not parts:
+            return "nothing"
+        return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _names(names: Iterable[str], limit: int = 3) -> str:
+    names = sorted(names)
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _records_phrase(total: int, by_name: Mapping[str, int], noun: str) -> str:
+    counted = {k: v for k, v in by_name.items() if v > 0}
+    head = f"{total} {noun}{'' if total == 1 else 's'}"
+    if not counted:
+        return head
+    if len(counted) == 1:
+        return f"{head} of type {next(iter(counted)) or '(none)'}"
+    top = sorted(counted.items(), key=lambda kv: (-kv[1], kv[0]))
+    listed = ", ".join(f"{k or '(none)'} ({v})" for k, v in top[:3])
+    more = f" and {len(top) - 3} more" if len(top) > 3 else ""
+    return f"{head} of types {listed}{more}"
 
 
 class Dialect:
@@ -49,6 +199,22 @@ class Dialect:
 
     def drop_index_statements(self, store: GraphStore) -> list[str]:
         return []
+
+    def inventory(self, store: GraphStore) -> Inventory:
+        """What the instance holds (every label, our own included). Portable Cypher sees
+        nodes and relationships only, so the answer is marked incomplete."""
+        nodes = store.read("MATCH (n) RETURN count(n) AS n", timeout_s=600)[0]["n"]
+        labels = store.read(
+            "MATCH (n) UNWIND labels(n) AS l RETURN l AS label, count(*) AS n", timeout_s=600
+        )
+        rels = store.read("MATCH ()-[r]->() RETURN type(r) AS type, count(*) AS n", timeout_s=600)
+        return Inventory(
+            complete=False,
+            nodes=int(nodes),
+            labels={r["label"]: int(r["n"]) for r in labels},
+            relationships=sum(int(r["n"]) for r in rels),
+            relationship_types={r["type"]: int(r["n"]) for r in rels},
+        )
 
     def create_index_statements(self, pairs: Iterable[tuple[str, str]]) -> list[str]:
         raise NotImplementedError
@@ -155,12 +321,14 @@ def _message(exc: Exception) -> str:
 
 
 def delete_all_batched(store: GraphStore, batch: int = DELETE_BATCH) -> int:
-    """DETACH DELETE everything but the lease, in bounded transactions (one big one exhausts
-    the heap). The lease says which chain holds the instance: the wiping chain itself."""
+    """DETACH DELETE everything but the lease and the claim, in bounded transactions (one big
+    one exhausts the heap). The lease says which chain holds the instance (the wiping chain
+    itself); the claim stays so that a wipe cut short still leaves the instance ours."""
+    keep = " AND ".join(f"NOT n:{quote_name(label)}" for label in KEPT_LABELS)
     total = 0
     while True:
         rows = store.write(
-            f"MATCH (n) WHERE NOT n:{schema.LEASE} WITH n LIMIT $limit DETACH DELETE n "
+            f"MATCH (n) WHERE {keep} WITH n LIMIT $limit DETACH DELETE n "
             "RETURN count(*) AS deleted",
             {"limit": batch},
         )

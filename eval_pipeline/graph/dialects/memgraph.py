@@ -4,7 +4,18 @@ Differences from ArcadeDB handled here:
 - one database per instance on community (multi-database is Enterprise-only), so the
   project's default database name maps to Memgraph's default and is not sent;
 - wipe = batched DETACH DELETE (DROP GRAPH needs IN_MEMORY_ANALYTICAL mode), then every
-  index and constraint listed by SHOW INDEX INFO / SHOW CONSTRAINT INFO is dropped;
+  index, constraint and trigger listed by SHOW INDEX INFO / SHOW CONSTRAINT INFO / SHOW
+  TRIGGERS is dropped;
+- "empty" = no node, relationship, index, constraint or trigger: the inventory counts nodes
+  and relationships by scanning, and names every row of those three SHOW queries. Their
+  columns, read from Memgraph's source (`src/query/interpreter.cpp`, not run here: no Memgraph
+  on our machines): SHOW INDEX INFO `index type, label, property, count` (`property` a list
+  since composite indexes, NULL for label and edge-type indexes; text indexes
+  `label_text (name: x)` / `edge-type_text (name: x)` since 3.6, `text (name: x)` before;
+  vector indexes `label+property_vector`; global edge indexes `edge-property` with a NULL
+  label), SHOW CONSTRAINT INFO `constraint type, label, properties, data_type` (`exists`,
+  `unique` with a list of properties, `data_type`), SHOW TRIGGERS `trigger name, statement,
+  event type, phase, owner`;
 - `CREATE INDEX ON :Label(prop)` (works on every version) and `CREATE TEXT INDEX name ON
   :Turn(text)`, searched with `text_search.search` (Tantivy syntax, `data.` prefix);
 - SHOW SCHEMA INFO (needs --schema-info-enabled=True) runs only in an auto-commit
@@ -22,7 +33,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from eval_pipeline.graph import schema
-from eval_pipeline.graph.dialects.base import Dialect, quote_name
+from eval_pipeline.graph.dialects.base import Dialect, Inventory, quote_name
 from eval_pipeline.graph.errors import GraphError, GraphQueryError
 
 if TYPE_CHECKING:
@@ -51,28 +62,78 @@ def create_text_index_statement(name: str = TEXT_INDEX_NAME) -> str:
     return f"CREATE TEXT INDEX {quote_name(name)} ON :{quote_name(label)}({quote_name(prop)})"
 
 
+_NAMED_INDEX = re.compile(r"^(?P<kind>[\w+\-]+)\s*\(name:\s*(?P<name>[^)]+?)\s*\)")
+
+
+def _index_kind(row: dict[str, Any]) -> tuple[str, str | None]:
+    """(kind, name) of a SHOW INDEX INFO row: `label_text (name: x)` -> ("label_text", "x");
+    `label+property (DESC)` -> ("label+property", None)."""
+    kind = str(row.get("index type", "")).strip()
+    named = _NAMED_INDEX.match(kind)
+    if named:
+        return named.group("kind"), named.group("name")
+    return re.sub(r"\s*\(.*\)$", "", kind), None
+
+
 def drop_index_statements(rows: list[dict[str, Any]]) -> list[str]:
     """DROP statements for the rows of SHOW INDEX INFO (columns `index type`, `label`,
-    `property`; text and vector indexes name themselves as `text (name: x)`)."""
+    `property`; text indexes name themselves: `label_text (name: x)` since 3.6, `text (name:
+    x)` before). A vector index row without a name cannot be dropped from here and is left
+    out (the pipeline never creates one)."""
     out: list[str] = []
+    for row in rows:
+        kind, name = _index_kind(row)
+        label = row.get("label")
+        props = _props(row.get("property"))
+        cols = f"({', '.join(quote_name(p) for p in props)})" if props else ""
+        if name and kind in {"text", "label_text", "edge-type_text"}:
+            out.append(f"DROP TEXT INDEX {quote_name(name)}")
+        elif name and "vector" in kind:
+            out.append(f"DROP VECTOR INDEX {quote_name(name)}")
+        elif "vector" in kind:
+            continue
+        elif kind == "edge-property" and props:
+            out.append(f"DROP GLOBAL EDGE INDEX ON :({quote_name(props[0])})")
+        elif kind.startswith("edge-type") and label:
+            out.append(f"DROP EDGE INDEX ON :{quote_name(str(label))}{cols}")
+        elif kind.startswith("label") and label:
+            out.append(f"DROP INDEX ON :{quote_name(str(label))}{cols}")
+        elif kind == "point" and label and props:
+            out.append(f"DROP POINT INDEX ON :{quote_name(str(label))}({quote_name(props[0])})")
+    return out
+
+
+def drop_trigger_statements(rows: list[dict[str, Any]]) -> list[str]:
+    """DROP statements for the rows of SHOW TRIGGERS."""
+    return [f"DROP TRIGGER {quote_name(name)}" for name in trigger_names(rows)]
+
+
+def index_names(rows: list[dict[str, Any]]) -> list[str]:
+    """One stable name per SHOW INDEX INFO row (its changing `count` left out)."""
+    names = []
     for row in rows:
         kind = str(row.get("index type", "")).strip()
         label = row.get("label")
-        props = _props(row.get("property"))
-        named = re.match(r"^(text|vector)\b.*?name:\s*([^)\s]+)", kind)
-        if named:
-            verb = "TEXT" if named.group(1) == "text" else "VECTOR"
-            out.append(f"DROP {verb} INDEX {quote_name(named.group(2))}")
-        elif kind.startswith("edge-type"):
-            on = f":{quote_name(str(label))}"
-            cols = f"({', '.join(quote_name(p) for p in props)})" if props else ""
-            out.append(f"DROP EDGE INDEX ON {on}{cols}")
-        elif kind.startswith("label") and label:
-            cols = f"({', '.join(quote_name(p) for p in props)})" if props else ""
-            out.append(f"DROP INDEX ON :{quote_name(str(label))}{cols}")
-        elif kind.startswith("point") and label and props:
-            out.append(f"DROP POINT INDEX ON :{quote_name(str(label))}({quote_name(props[0])})")
-    return out
+        props = ", ".join(_props(row.get("property")))
+        on = f":{label}" if label else ""
+        names.append(f"{kind} {on}({props})" if props else f"{kind} {on}".strip())
+    return sorted(names)
+
+
+def constraint_names(rows: list[dict[str, Any]]) -> list[str]:
+    """One stable name per SHOW CONSTRAINT INFO row."""
+    names = []
+    for row in rows:
+        kind = str(row.get("constraint type", "")).strip()
+        props = ", ".join(_props(row.get("properties")))
+        typed = f" {row['data_type']}" if row.get("data_type") else ""
+        names.append(f"{kind} :{row.get('label')}({props}){typed}")
+    return sorted(names)
+
+
+def trigger_names(rows: list[dict[str, Any]]) -> list[str]:
+    """The names in SHOW TRIGGERS rows (column `trigger name`)."""
+    return sorted(str(r["trigger name"]) for r in rows if r.get("trigger name"))
 
 
 def drop_constraint_statements(rows: list[dict[str, Any]]) -> list[str]:
@@ -95,6 +156,24 @@ def drop_constraint_statements(rows: list[dict[str, Any]]) -> list[str]:
                 f"IS TYPED {row['data_type']}"
             )
     return out
+
+
+def inventory_from_rows(
+    counted: Inventory,
+    indexes: list[dict[str, Any]],
+    constraints: list[dict[str, Any]],
+    triggers: list[dict[str, Any]],
+) -> Inventory:
+    """`counted` (nodes and relationships) completed with the rows of SHOW INDEX INFO, SHOW
+    CONSTRAINT INFO and SHOW TRIGGERS: then nothing Memgraph holds is left out."""
+    return counted.model_copy(
+        update={
+            "complete": True,
+            "indexes": index_names(indexes),
+            "constraints": constraint_names(constraints),
+            "triggers": trigger_names(triggers),
+        }
+    )
 
 
 def tantivy_query(text: str) -> str:
@@ -132,10 +211,27 @@ class MemgraphDialect(Dialect):
     def session_database(self, database: str | None) -> str | None:
         return None if (database or "") in DEFAULT_DATABASE_NAMES else database
 
+    def wipe(self, store: GraphStore) -> None:
+        # Triggers first: one firing on our deletes could write (or refuse) while we wipe.
+        for stmt in drop_trigger_statements(store.autocommit("SHOW TRIGGERS")):
+            store.autocommit(stmt)
+        super().wipe(store)
+
     def drop_index_statements(self, store: GraphStore) -> list[str]:
         indexes = store.autocommit("SHOW INDEX INFO")
         constraints = store.autocommit("SHOW CONSTRAINT INFO")
         return drop_constraint_statements(constraints) + drop_index_statements(indexes)
+
+    def inventory(self, store: GraphStore) -> Inventory:
+        """Nodes and relationships by full scans (exact, in memory), plus the names of every
+        index, constraint and trigger (SHOW ... runs only in an auto-commit transaction)."""
+        inv = super().inventory(store)
+        return inventory_from_rows(
+            inv,
+            store.autocommit("SHOW INDEX INFO"),
+            store.autocommit("SHOW CONSTRAINT INFO"),
+            store.autocommit("SHOW TRIGGERS"),
+        )
 
     def create_index_statements(self, pairs: Iterable[tuple[str, str]]) -> list[str]:
         return create_index_statements(pairs)
