@@ -10,13 +10,31 @@ explicit -Xmx, the database created at start (without it every query is a Transi
 driver retries silently for 30 s), Bolt message limits raised (an oversize message hangs the
 client without an error; the store also caps batch bytes below the limit), and the data
 directory as the working directory (the server writes ./log).
+
+Reads that could harm the server (issue 13) are bounded by the server itself:
+- time: `arcadedb.command.timeout` aborts any statement still running after COMMAND_TIMEOUT_S,
+  even when the client that sent it is gone (ArcadeDB ignores the Bolt transaction timeout);
+  agent queries are stopped much sooner, at their own timeout, by `GuardedReader`, which
+  terminates them on the server (`terminate query`, see `running_queries`/`terminate_query`);
+- memory: ArcadeDB's per-query heap guards stay on (`queryMaxHeapElementsAllowedPerOp`,
+  `queryMaxHeapRAM`, `queryMaxRangeSize`), and a statement that still exhausts the heap (one
+  huge string: nothing in ArcadeDB or the JVM caps a value's size) fails alone: the JVM no
+  longer exits on OutOfMemoryError, and the query admission gate is off, because the Bolt
+  thread an OutOfMemoryError kills never gives its admission slot back (probed on 26.10.2:
+  four such statements wedged every later query, Bolt and HTTP alike);
+- surface: the MCP endpoint (`/api/v1/mcp`, auto-discovered whatever `arcadedb.server.plugins`
+  says) and the Postgres, Redis and GraphQL modules are left off the classpath; Bolt and the
+  HTTP API (`/api/v1/command`, `/api/v1/server`) are all the pipeline uses. LOAD CSV may read
+  neither local files nor URLs.
 """
 
 from __future__ import annotations
 
 import fcntl
 import importlib.util
+import logging
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -25,6 +43,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import neo4j
 from pydantic import BaseModel
@@ -33,6 +52,8 @@ from eval_pipeline.graph.arcadedb_http import ArcadeHttp
 from eval_pipeline.graph.errors import GraphServerError
 from eval_pipeline.ports import free_port, port_is_free
 from eval_pipeline.settings import state_dir
+
+log = logging.getLogger(__name__)
 
 MAIN_CLASS = "com.arcadedb.server.ArcadeDBServer"
 SERVER_FILE = "eval_pipeline_server.json"
@@ -45,6 +66,13 @@ ROOT_USER = "root"
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
+# Server-side ceiling on any one statement (arcadedb.command.timeout). The pipeline's longest
+# statement measured on the full LongMemEval-S graph (234k turns) is the fingerprint's read of
+# every turn, 18 s; agent queries are terminated at their own, much shorter, timeout.
+COMMAND_TIMEOUT_S = 300.0
+# Jars of the wheel the server must not load: modules the pipeline never uses that add an
+# endpoint or a query language (MCP registers /api/v1/mcp by itself once on the classpath).
+UNUSED_JARS = ("arcadedb-mcp-", "arcadedb-postgresw-", "arcadedb-redisw-", "arcadedb-graphql-")
 
 # Popen handles of servers started by this process, so a dead child is reaped, not a zombie.
 _children: dict[int, subprocess.Popen[bytes]] = {}
@@ -58,6 +86,7 @@ class ServerInfo(BaseModel):
     database: str
     heap: str
     started_at: str
+    command_timeout_s: float | None = None  # None: started before the ceiling existed
 
     @property
     def bolt_uri(self) -> str:
@@ -129,12 +158,14 @@ def ensure_running(
     database: str = "eval",
     heap: str = "1g",
     timeout_s: float = START_TIMEOUT_S,
+    command_timeout_s: float = COMMAND_TIMEOUT_S,
 ) -> ServerInfo:
     """Reuse the server running for `data_dir`, or start one; return once it answers Bolt.
 
-    A running server is reused as it is (a different `heap` applies at its next start); a
-    missing `database` is created on it. A dead one (killed, crashed) is started again on the
-    same directory and ports, and ArcadeDB recovers its data from the WAL.
+    A running server is reused as it is (a different `heap` or `command_timeout_s` applies at
+    its next start; one started without today's limits is reported in the log); a missing
+    `database` is created on it. A dead one (killed, crashed) is started again on the same
+    directory and ports, and ArcadeDB recovers its data from the WAL.
     """
     root = resolve_data_dir(data_dir)
     creds = credentials(root)
@@ -144,8 +175,17 @@ def ensure_running(
             _wait_ready(info, creds, None, timeout_s)
             if info.database != database:
                 _ensure_database(info, creds, database)
+            _warn_if_outdated(info)
             return info
-        return _start(root, creds, database=database, heap=heap, previous=info, timeout_s=timeout_s)
+        return _start(
+            root,
+            creds,
+            database=database,
+            heap=heap,
+            command_timeout_s=command_timeout_s,
+            previous=info,
+            timeout_s=timeout_s,
+        )
 
 
 def stop(data_dir: str | Path | None = None, *, timeout_s: float = STOP_TIMEOUT_S) -> bool:
@@ -183,6 +223,56 @@ def running_info(data_dir: str | Path | None = None) -> ServerInfo | None:
     return info if info is not None and is_alive(info) else None
 
 
+# How ArcadeDB lists a statement's text (RunningQuery.maskAndTruncate in 26.10.2): credentials
+# after these keywords masked, then cut at 1024 characters plus "...".
+_LISTED_MAX = 1024
+_LISTED_MARGIN = 256
+_LISTED_CREDENTIAL = re.compile(
+    r"\b(identified\s+by|password|passwd|pwd|token|secret|api[_-]?key|authorization|bearer)\b"
+    r"([\"']?+\s*+(?:[=:]\s*+)?(?:(?:bearer|basic)\s++)?)('[^']*'|\"[^\"]*\"|[^\s,;)}\]]+)",
+    re.IGNORECASE | re.ASCII,
+)
+
+
+def listed_text(statement: str) -> str:
+    """`statement` as `list queries` shows it, to recognise it there."""
+    scanned = statement[: _LISTED_MAX + _LISTED_MARGIN]
+    masked = _LISTED_CREDENTIAL.sub(r"\1\2***", scanned)
+    return masked[:_LISTED_MAX] + "..." if len(masked) > _LISTED_MAX else masked
+
+
+def running_queries(http: ArcadeHttp, database: str | None = None) -> list[dict[str, Any]]:
+    """Statements running on an ArcadeDB server now (`list queries`): id, database, user,
+    protocol, text (masked and cut at 1024 characters), startedAt (epoch ms), elapsedMs."""
+    command = "list queries" + (f" database {database}" if database else "")
+    return list(_server_command(http, command).get("result") or [])
+
+
+def terminate_query(http: ArcadeHttp, query_id: str) -> str:
+    """Ask the server to stop statement `query_id` (`terminate query`); its status after."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", query_id):
+        raise GraphServerError(f"not an ArcadeDB query id: {query_id!r}")
+    result = _server_command(http, f"terminate query {query_id}").get("result") or {}
+    return str(result.get("status", "unknown"))
+
+
+def effective_settings(http: ArcadeHttp, database: str) -> dict[str, Any]:
+    """The settings a running ArcadeDB applies: the server's (`GET /api/v1/server`), then
+    `database`'s own over them (`schema:database`), by key."""
+    out = {
+        str(s["key"]): s.get("value") for s in http._call("/api/v1/server").get("settings") or []
+    }
+    rows = http.sql(database, "SELECT settings FROM schema:database")
+    for s in (rows[0].get("settings") if rows else None) or []:
+        out[str(s["key"])] = s.get("value")
+    return out
+
+
+def _server_command(http: ArcadeHttp, command: str) -> dict[str, Any]:
+    # ArcadeHttp has no public call for server commands other than `create database`.
+    return http._call("/api/v1/server", {"command": command})
+
+
 # --- internals ------------------------------------------------------------------------------
 
 
@@ -204,8 +294,42 @@ def _package_dir() -> Path:
     return Path(spec.origin).parent
 
 
+def server_classpath(pkg: Path) -> str:
+    """The wheel's jars minus UNUSED_JARS, as a classpath (a `jars/*` wildcard would load the
+    MCP module, whose plugin registers its HTTP endpoint whatever the plugin list says)."""
+    jars = sorted(j for j in (pkg / "jars").glob("*.jar") if not j.name.startswith(UNUSED_JARS))
+    if not any(j.name.startswith("arcadedb-server-") for j in jars):
+        raise GraphServerError(
+            f"no arcadedb-server jar in {pkg / 'jars'}: reinstall arcadedb-embedded"
+        )
+    return os.pathsep.join(str(j) for j in jars)
+
+
+def server_settings(*, command_timeout_s: float = COMMAND_TIMEOUT_S) -> dict[str, str]:
+    """The ArcadeDB settings that bound what one statement can do to the server (issue 13);
+    every key exists in 26.10.2's GlobalConfiguration (checked by the tests)."""
+    return {
+        # Time: no statement runs longer than this, whoever sent it and whether or not its
+        # client still waits (checked inside scans, expansions and UNWIND loops).
+        "arcadedb.command.timeout": str(int(command_timeout_s * 1000)),
+        # The admission gate leaks the slot of a Bolt thread an OutOfMemoryError killed: four
+        # such statements wedged the server. Off; the heap budget below still holds.
+        "arcadedb.queryMaxConcurrent": "0",
+        # LOAD CSV: no local file, no URL (the pipeline never loads CSV).
+        "arcadedb.opencypher.loadCsv.allowFileUrls": "false",
+        "arcadedb.opencypher.loadCsv.allowRemoteUrls": "false",
+    }
+
+
 def java_command(
-    root: Path, creds: Credentials, *, database: str, heap: str, bolt_port: int, http_port: int
+    root: Path,
+    creds: Credentials,
+    *,
+    database: str,
+    heap: str,
+    bolt_port: int,
+    http_port: int,
+    command_timeout_s: float = COMMAND_TIMEOUT_S,
 ) -> list[str]:
     pkg = _package_dir()
     java = pkg / "jre" / "bin" / "java"
@@ -222,16 +346,18 @@ def java_command(
         "arcadedb.bolt.port": str(bolt_port),
         "arcadedb.bolt.maxMessageSize": str(MAX_MESSAGE_BYTES),
         "arcadedb.bolt.packstream.maxValueLength": str(MAX_MESSAGE_BYTES),
+        **server_settings(command_timeout_s=command_timeout_s),
     }
     return [
         str(java),
         f"-Xmx{heap}",
-        # A JVM out of heap keeps half-working; exiting makes the failure visible and restartable.
-        "-XX:+ExitOnOutOfMemoryError",
+        # No -XX:+ExitOnOutOfMemoryError: one agent statement building a huge value must not
+        # take the graph down. Such a statement fails alone (its Bolt connection is dropped)
+        # and the server keeps answering; see the module docstring.
         "-Dfile.encoding=UTF-8",
         *(f"-D{k}={v}" for k, v in props.items()),
         "-cp",
-        str(pkg / "jars" / "*"),
+        server_classpath(pkg),
         MAIN_CLASS,
     ]
 
@@ -253,12 +379,19 @@ def _start(
     *,
     database: str,
     heap: str,
+    command_timeout_s: float,
     previous: ServerInfo | None,
     timeout_s: float,
 ) -> ServerInfo:
     bolt_port, http_port = _pick_ports(previous)
     cmd = java_command(
-        root, creds, database=database, heap=heap, bolt_port=bolt_port, http_port=http_port
+        root,
+        creds,
+        database=database,
+        heap=heap,
+        bolt_port=bolt_port,
+        http_port=http_port,
+        command_timeout_s=command_timeout_s,
     )
     log_path = root / CONSOLE_LOG
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -280,6 +413,7 @@ def _start(
         database=database,
         heap=heap,
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        command_timeout_s=command_timeout_s,
     )
     tmp = root / (SERVER_FILE + ".tmp")
     tmp.write_text(info.model_dump_json(indent=2), encoding="utf-8")
@@ -338,6 +472,39 @@ def _ensure_database(info: ServerInfo, creds: Credentials, database: str) -> Non
     http = ArcadeHttp(info.http_url, creds.user, creds.password)
     if database not in http.databases():
         http.create_database(database)
+
+
+def outdated_settings(args: list[str]) -> list[str]:
+    """What a server started with command line `args` lacks of today's limits (issue 13)."""
+    missing = [f"{k}={v}" for k, v in server_settings().items() if not _has_property(args, k)]
+    if "-XX:+ExitOnOutOfMemoryError" in args:
+        missing.append("surviving an OutOfMemoryError (it has -XX:+ExitOnOutOfMemoryError)")
+    classpath = args[args.index("-cp") + 1] if "-cp" in args[:-1] else ""
+    if classpath.endswith("*") or any(jar in classpath for jar in UNUSED_JARS):
+        missing.append("the unused modules left out (its MCP endpoint answers)")
+    return missing
+
+
+def _has_property(args: list[str], key: str) -> bool:
+    return any(a.startswith(f"-D{key}=") for a in args)
+
+
+def _warn_if_outdated(info: ServerInfo) -> None:
+    # A server started by an older version of this module runs without today's limits until
+    # it is restarted; say so rather than reuse it silently.
+    try:
+        raw = Path(f"/proc/{info.pid}/cmdline").read_bytes()
+    except OSError:
+        return
+    missing = outdated_settings([a.decode(errors="replace") for a in raw.split(b"\0")])
+    if missing:
+        log.warning(
+            "embedded ArcadeDB (pid %s, %s) was started without %s; `eval-pipeline graph "
+            "stop` lets the next start apply them",
+            info.pid,
+            info.data_dir,
+            "; ".join(missing),
+        )
 
 
 def _log_tail(info: ServerInfo, lines: int = 3) -> str:

@@ -6,16 +6,38 @@ read transaction with a timeout and a row cap. Neither ArcadeDB nor Memgraph com
 a write in a read transaction, so the guard is the half that holds; the transaction is kept
 because a server that does enforce it costs nothing extra.
 
+Reads that harm the server without writing (issue 13) are bounded on the server:
+- time: a query still running at its timeout is *terminated on the server* (ArcadeDB's
+  `terminate query`, through `QueryCanceller`), not only abandoned by the client: ArcadeDB
+  ignores the Bolt transaction timeout, and an abandoned `UNWIND range(...)` product kept a
+  core busy for minutes. The server's own ceiling (`arcadedb.command.timeout`, server.py)
+  stops anything a canceller missed;
+- memory and size: the server's per-query heap guards (server.py) and the row cap here. A
+  statement that still exhausts the server's heap has its connection dropped while the server
+  stays up; that is reported as the query's own failure, not as a server outage.
+
+Whose failure (see `eval_pipeline.failures`): a query refused, too slow or too big while the
+server keeps answering is the system's own (a miss: retrievers tell their agent, the runner
+scores it). A server that no longer answers raises `GraphServerLost`, deliberately not a
+GraphError so that no retriever mistakes it for a bad query: the question is unscored.
+
 Every attempt, refused or failed or not, becomes a `QueryRecord` in the caller's trace.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from eval_pipeline.graph.errors import GraphError, GraphRowLimitError
+from eval_pipeline.graph.errors import (
+    GraphError,
+    GraphQueryError,
+    GraphRowLimitError,
+    GraphTimeoutError,
+    GraphUnavailableError,
+)
 from eval_pipeline.retrieve.protocol import GraphReader, RetrievalTrace
 from eval_pipeline.retrieve.readonly_guard import (
     DEFAULT_ALLOWED_PROCEDURES,
@@ -24,7 +46,16 @@ from eval_pipeline.retrieve.readonly_guard import (
 )
 from eval_pipeline.retrieve.results import QueryRecord
 
+log = logging.getLogger(__name__)
+
 REJECTED_PREFIX = "rejected by the read-only guard: "
+PROBE_TIMEOUT_S = 5.0
+# A server's clock and ours are the same host's, but a statement is listed from the moment
+# the server parsed it: allow this much before our own submission time.
+_CLOCK_SLACK_S = 1.0
+
+# (statement, wall-clock time it was submitted) -> ids of the server-side queries stopped.
+QueryCanceller = Callable[[str, float], list[str]]
 
 
 class QueryRejected(Exception):
@@ -35,8 +66,21 @@ class QueryRejected(Exception):
         self.reason = reason
 
 
+class GraphServerLost(RuntimeError):
+    """The graph server stopped answering: an infrastructure failure, never the system's.
+
+    Raised from the driver's error (`__cause__`), which `failures.infrastructure_cause`
+    recognises; not a GraphError, so a retriever that feeds query errors back to its agent
+    lets it through to the runner, which leaves the question unscored.
+    """
+
+
 class GuardedReader:
-    """Reads through the guard with one timeout and one row cap, recording each attempt."""
+    """Reads through the guard with one timeout and one row cap, recording each attempt.
+
+    `canceller` stops a timed-out query on the server; by default one is made for an
+    ArcadeDB `GraphStore` with an HTTP API (`arcadedb_canceller`), and None turns it off.
+    """
 
     def __init__(
         self,
@@ -45,11 +89,15 @@ class GuardedReader:
         timeout_s: float = 10.0,
         max_rows: int = 500,
         allowed_procedures: Iterable[str] = DEFAULT_ALLOWED_PROCEDURES,
+        canceller: QueryCanceller | None | str = "auto",
+        probe_timeout_s: float = PROBE_TIMEOUT_S,
     ) -> None:
         self.store = store
         self.timeout_s = timeout_s
         self.max_rows = max_rows
         self.allowed_procedures = frozenset(allowed_procedures)
+        self.probe_timeout_s = probe_timeout_s
+        self._canceller = canceller
 
     def read(
         self,
@@ -59,7 +107,8 @@ class GuardedReader:
         trace: RetrievalTrace | None = None,
         max_rows: int | None = None,
     ) -> list[dict]:
-        """Rows of `query`; raises QueryRejected, or the store's GraphError, after recording."""
+        """Rows of `query`; raises QueryRejected, a GraphError (the query's own failure) or
+        GraphServerLost (the server's), after recording the attempt."""
         params = dict(params or {})
         cap = self.max_rows if max_rows is None else max_rows
         started = time.perf_counter()
@@ -68,23 +117,123 @@ class GuardedReader:
         except WriteRejected as rejected:
             _record(trace, query, params, started, error=REJECTED_PREFIX + rejected.reason)
             raise QueryRejected(rejected.reason) from None
-        try:
-            rows = self.store.read(query, params, timeout_s=self.timeout_s, max_rows=cap)
-        except Exception as exc:
-            # A row-cap refusal is recorded as truncation: the store refuses rather than cut
-            # silently, and the caller decides what to tell the agent.
-            message = str(exc) if isinstance(exc, GraphError) else f"{type(exc).__name__}: {exc}"
-            _record(
-                trace,
-                query,
-                params,
-                started,
-                error=message,
-                truncated=isinstance(exc, GraphRowLimitError),
+        submitted = time.time()
+        timed_out: GraphTimeoutError | None = None
+        dropped: GraphUnavailableError | None = None
+        # A dropped connection is tried once more when the server still answers: a stale
+        # pooled connection (the server restarted) succeeds then, a statement that kills its
+        # own connection (out of heap) fails again and is the query's own failure.
+        for attempt in range(2):
+            timed_out = dropped = None
+            try:
+                rows = self.store.read(query, params, timeout_s=self.timeout_s, max_rows=cap)
+            except GraphTimeoutError as exc:
+                timed_out = exc
+            except GraphUnavailableError as exc:
+                dropped = exc
+            except Exception as exc:
+                # A row-cap refusal is recorded as truncation: the store refuses rather than
+                # cut silently, and the caller decides what to tell the agent.
+                message = (
+                    str(exc) if isinstance(exc, GraphError) else f"{type(exc).__name__}: {exc}"
+                )
+                _record(
+                    trace,
+                    query,
+                    params,
+                    started,
+                    error=message,
+                    truncated=isinstance(exc, GraphRowLimitError),
+                )
+                raise
+            else:
+                _record(trace, query, params, started, rows=len(rows))
+                return rows
+            if dropped is None or attempt == 1 or not self._server_answers():
+                break
+        # Out of the except blocks on purpose: the error raised next must not carry the
+        # driver's error as its context when the server is fine (failures.py reads the chain).
+        if timed_out is not None:
+            stopped = self._stop_on_server(query, submitted)
+            if not self._server_answers():
+                _record(trace, query, params, started, error=f"graph server lost: {timed_out}")
+                down = GraphUnavailableError(f"graph server does not answer after: {timed_out}")
+                down.__cause__ = timed_out
+                raise GraphServerLost(f"graph server lost: {timed_out}") from down
+            where = (
+                f"stopped on the server ({', '.join(stopped)})"
+                if stopped
+                else "the server's own statement timeout stops it if still running"
             )
-            raise
-        _record(trace, query, params, started, rows=len(rows))
-        return rows
+            error: GraphError = GraphTimeoutError(f"{timed_out}; {where}")
+        else:
+            assert dropped is not None
+            if not self._server_answers():
+                _record(trace, query, params, started, error=f"graph server lost: {dropped}")
+                raise GraphServerLost(f"graph server lost: {dropped}") from dropped
+            error = GraphQueryError(
+                "the graph server dropped the connection running this query, twice, and "
+                "still answers: the query itself failed there (most likely it needed more "
+                "memory than the server has; produce smaller values and fewer rows)"
+            )
+            log.warning("%s: %s", error, query[:200])
+        _record(trace, query, params, started, error=str(error))
+        raise error
+
+    # --- server side ----------------------------------------------------------------------
+
+    def _server_answers(self) -> bool:
+        try:
+            self.store.read("RETURN 1 AS ok", {}, timeout_s=self.probe_timeout_s, max_rows=1)
+        except Exception:
+            return False
+        return True
+
+    def _stop_on_server(self, query: str, submitted: float) -> list[str]:
+        """Terminate the timed-out query on the server; best effort, never raises."""
+        try:
+            if self._canceller == "auto":
+                self._canceller = arcadedb_canceller(self.store)
+            if not callable(self._canceller):
+                return []
+            return list(self._canceller(query, submitted))
+        except Exception as exc:  # the server's ceiling still applies
+            log.warning("could not stop a timed-out query on the server: %s", exc)
+            return []
+
+
+def arcadedb_canceller(store: Any) -> QueryCanceller | None:
+    """A canceller for an ArcadeDB `GraphStore` with an HTTP API, else None.
+
+    It lists the statements running on the store's database (`list queries`) and terminates
+    the Bolt ones with this statement's text that started after it was submitted (an
+    identical statement of another reader started since is stopped too: it would time out
+    the same way).
+    """
+    dialect = getattr(store, "dialect", None)
+    http_of = getattr(store, "http", None)
+    if getattr(dialect, "name", None) != "arcadedb" or not callable(http_of):
+        return None
+    http = http_of()
+    if http is None:
+        return None
+    from eval_pipeline.graph import server  # ArcadeDB specifics; the import is light
+
+    database = getattr(store, "database", None)
+
+    def cancel(query: str, submitted: float) -> list[str]:
+        wanted = server.listed_text(query)
+        stopped: list[str] = []
+        for running in server.running_queries(http, database):
+            if running.get("protocol") != "bolt" or running.get("text") != wanted:
+                continue
+            if float(running.get("startedAt") or 0) / 1000 < submitted - _CLOCK_SLACK_S:
+                continue
+            status = server.terminate_query(http, str(running["id"]))
+            stopped.append(f"{running['id']} {status}")
+        return stopped
+
+    return cancel
 
 
 def _record(
