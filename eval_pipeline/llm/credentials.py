@@ -11,6 +11,7 @@ the run bundles all go through it. Log records get it through `install_log_redac
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -113,23 +114,73 @@ PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700
 
 
+def _redact_json_value(value: Any) -> tuple[Any, int]:
+    """Redact inside the strings of a JSON value (keys too); numbers and structure untouched,
+    so the file stays valid JSON whatever a secret happens to look like."""
+    if isinstance(value, str):
+        return redact_counted(value, shapes=False)
+    if isinstance(value, list):
+        hits = 0
+        out = []
+        for item in value:
+            clean, n = _redact_json_value(item)
+            out.append(clean)
+            hits += n
+        return out, hits
+    if isinstance(value, dict):
+        hits = 0
+        result = {}
+        for key, item in value.items():
+            clean_key, n = redact_counted(key, shapes=False)
+            clean_item, m = _redact_json_value(item)
+            result[clean_key] = clean_item
+            hits += n + m
+        return result, hits
+    return value, 0
+
+
+def _redact_line(line: str, *, jsonl: bool) -> tuple[str, int]:
+    if jsonl and line.strip():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            return redact_counted(line, shapes=False)
+        clean, hits = _redact_json_value(value)
+        if not hits:
+            return line, 0
+        ending = "\n" if line.endswith("\n") else ""
+        return json.dumps(clean, ensure_ascii=False, separators=(", ", ": ")) + ending, hits
+    return redact_counted(line, shapes=False)
+
+
 def redact_file(path: Path) -> int:
     """Blank every known secret value (and its long runs) out of a text file the pipeline
-    wrote, line by line (a 200 MB fixtures file never sits in memory whole), and make it
-    private. Returns the number of redactions; the file is rewritten only when there are any."""
+    wrote and make it private. JSON and JSONL files are redacted inside their strings only, so
+    they stay valid; other files line by line (a 200 MB fixtures file never sits in memory
+    whole). The file is rewritten only when there is something to redact; returns the count."""
     path = Path(path)
     hits = 0
     if _secret_values():
         with path.open(encoding="utf-8", errors="surrogateescape") as fh:
             dirty = any(redact_counted(line, shapes=False)[1] for line in fh)
+        if dirty and path.suffix == ".json":
+            try:
+                value = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError:
+                value = None
+            if value is not None:
+                clean, hits = _redact_json_value(value)
+                path.write_text(json.dumps(clean, ensure_ascii=False, indent=2) + "\n", "utf-8")
+                dirty = False
         if dirty:
+            jsonl = path.suffix == ".jsonl"
             tmp = path.with_name(path.name + ".redacting")
             with (
                 path.open(encoding="utf-8", errors="surrogateescape") as src,
                 tmp.open("w", encoding="utf-8", errors="surrogateescape", newline="") as dst,
             ):
                 for line in src:
-                    clean, n = redact_counted(line, shapes=False)
+                    clean, n = _redact_line(line, jsonl=jsonl)
                     hits += n
                     dst.write(clean)
             os.replace(tmp, path)

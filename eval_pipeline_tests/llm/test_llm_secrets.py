@@ -26,7 +26,13 @@ from eval_pipeline.llm import (
     redact,
     redact_counted,
 )
-from eval_pipeline.llm.credentials import REDACTED, read_api_key, register_secret
+from eval_pipeline.llm.credentials import (
+    REDACTED,
+    _known_secrets,
+    read_api_key,
+    redact_file,
+    register_secret,
+)
 from eval_pipeline.llm.deepeval_env import DEEPEVAL_HARDENING
 
 from .support import ANTHROPIC_TEST_KEY, GATEWAY_TEST_KEY, OPENAI_TEST_KEY
@@ -61,8 +67,13 @@ def test_redact_leaves_ordinary_text_alone() -> None:
     after=st.text(max_size=30),
 )
 def test_a_registered_secret_never_survives_redaction(secret: str, before: str, after: str) -> None:
+    # Registered secrets are process-wide: take this random one back, or every later test
+    # would have its text redacted wherever it happens to occur.
     register_secret(secret)
-    assert secret not in redact(before + secret + after)
+    try:
+        assert secret not in redact(before + secret + after)
+    finally:
+        _known_secrets.discard(secret)
 
 
 def test_read_api_key_reports_the_variable_name_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -195,3 +206,19 @@ def test_an_echoed_key_never_reaches_the_caller_or_the_cache(
     stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())
     assert key[3:19].encode() not in stored and key.encode() not in stored
     assert cache.stat().st_mode & 0o077 == 0
+
+
+def test_a_redacted_file_stays_valid_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A secret may look like anything, digits included: redaction touches strings only, so a
+    manifest or a results line never stops parsing."""
+    monkeypatch.setenv("ODD_SECRET", "12345678")  # shaped like part of a number
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"seconds": 0.123456789, "note": "id 12345678 here"}))
+    rows = tmp_path / "results.jsonl"
+    rows.write_text(json.dumps({"n": 912345678, "text": "x12345678y"}) + "\n")
+    assert redact_file(manifest) == 1 and redact_file(rows) == 1
+    loaded = json.loads(manifest.read_text())
+    assert loaded["seconds"] == 0.123456789 and loaded["note"] == "id [REDACTED] here"
+    row = json.loads(rows.read_text())
+    assert row == {"n": 912345678, "text": "x[REDACTED]y"}
+    assert manifest.stat().st_mode & 0o077 == 0
