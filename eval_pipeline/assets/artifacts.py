@@ -36,9 +36,10 @@ from eval_pipeline.llm.credentials import redact_tree
 ARTIFACT_META = "artifact_dir"
 STAGE_FILE = "stage.json"
 ARTIFACTS_DIR = "artifacts"
-# Artifacts of this many most recent runs are kept (plus whatever the latest materialization
-# of any asset points at); older ones are pruned when a corpus is built.
-KEEP_RUNS = 8
+# Artifacts of this many most recent Dagster runs are kept (plus whatever the latest
+# materialization of any asset still uses); older ones are pruned when a corpus is built. A
+# chain runs each stage in a run of its own and six stages publish artifacts: about five chains.
+KEEP_RUNS = 30
 # Every asset that publishes an artifact, in chain order.
 ARTIFACT_ASSETS = (
     "longmemeval_upstream",
