@@ -59,11 +59,20 @@ class ArcadeHttp:
         out = self._call(f"/api/v1/command/{database}", {"language": "sql", "command": command})
         return out.get("result", [])
 
+    def server_command(self, command: str) -> dict[str, Any]:
+        """A server command (`POST /api/v1/server`: `list queries`, `terminate query <id>`,
+        `create database <name>`); the server's JSON answer."""
+        return self._call("/api/v1/server", {"command": command})
+
+    def server_settings(self) -> list[dict[str, Any]]:
+        """The server's settings (`GET /api/v1/server`): rows of key and value."""
+        return list(self._call("/api/v1/server").get("settings") or [])
+
     def databases(self) -> list[str]:
         return list(self._call("/api/v1/databases").get("result", []))
 
     def create_database(self, database: str) -> None:
-        self._call("/api/v1/server", {"command": f"create database {database}"})
+        self.server_command(f"create database {database}")
 
     def version(self) -> str:
         return str(self._call("/api/v1/server?mode=basic").get("version", "unknown"))

@@ -245,32 +245,25 @@ def running_queries(http: ArcadeHttp, database: str | None = None) -> list[dict[
     """Statements running on an ArcadeDB server now (`list queries`): id, database, user,
     protocol, text (masked and cut at 1024 characters), startedAt (epoch ms), elapsedMs."""
     command = "list queries" + (f" database {database}" if database else "")
-    return list(_server_command(http, command).get("result") or [])
+    return list(http.server_command(command).get("result") or [])
 
 
 def terminate_query(http: ArcadeHttp, query_id: str) -> str:
     """Ask the server to stop statement `query_id` (`terminate query`); its status after."""
     if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", query_id):
         raise GraphServerError(f"not an ArcadeDB query id: {query_id!r}")
-    result = _server_command(http, f"terminate query {query_id}").get("result") or {}
+    result = http.server_command(f"terminate query {query_id}").get("result") or {}
     return str(result.get("status", "unknown"))
 
 
 def effective_settings(http: ArcadeHttp, database: str) -> dict[str, Any]:
     """The settings a running ArcadeDB applies: the server's (`GET /api/v1/server`), then
     `database`'s own over them (`schema:database`), by key."""
-    out = {
-        str(s["key"]): s.get("value") for s in http._call("/api/v1/server").get("settings") or []
-    }
+    out = {str(s["key"]): s.get("value") for s in http.server_settings()}
     rows = http.sql(database, "SELECT settings FROM schema:database")
     for s in (rows[0].get("settings") if rows else None) or []:
         out[str(s["key"])] = s.get("value")
     return out
-
-
-def _server_command(http: ArcadeHttp, command: str) -> dict[str, Any]:
-    # ArcadeHttp has no public call for server commands other than `create database`.
-    return http._call("/api/v1/server", {"command": command})
 
 
 # --- internals ------------------------------------------------------------------------------

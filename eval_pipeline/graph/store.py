@@ -73,7 +73,8 @@ _LEASE_STATEMENTS = frozenset(
 )
 # Auto-commit statements that only read (everything else is taken for a write: a read taken
 # for a write only opens a phase, a write taken for a read would be someone else's data).
-_CYPHER_READ = re.compile(r"^\s*(SHOW|RETURN|EXPLAIN|PROFILE)\b", re.IGNORECASE)
+# TERMINATE TRANSACTIONS (Memgraph) stops a statement of ours and changes no data.
+_CYPHER_READ = re.compile(r"^\s*(SHOW|RETURN|EXPLAIN|PROFILE|TERMINATE)\b", re.IGNORECASE)
 _SQL_READ = re.compile(r"^\s*(SELECT|MATCH|TRAVERSE|EXPLAIN|PROFILE)\b", re.IGNORECASE)
 # Write phases of ours open in this process: a wipe here keeps their entries in the claim.
 _OPEN_HERE: set[str] = set()
@@ -162,6 +163,8 @@ class GraphStore(dg.ConfigurableResource):
     _phase_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _quiet: int = PrivateAttr(default=0)  # > 0 while the wipe runs: its writes open no phase
     _wipe_note: str | None = PrivateAttr(default=None)
+    # One dialect per server: Memgraph's remembers the version and storage mode it read.
+    _dialect: Dialect | None = PrivateAttr(default=None)
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -171,7 +174,11 @@ class GraphStore(dg.ConfigurableResource):
 
     @property
     def dialect(self) -> Dialect:
-        return get_dialect(self.backend)
+        """This store's dialect; what it learned of the server (`on_connect`) is kept until
+        the store connects to another server."""
+        if self._dialect is None or self._dialect.name != self.backend.lower():
+            self._dialect = get_dialect(self.backend)
+        return self._dialect
 
     def ensure_running(self) -> str:
         """Start or reuse the embedded server (or check the external one); return its URI."""
@@ -200,8 +207,11 @@ class GraphStore(dg.ConfigurableResource):
                 self._driver = neo4j.GraphDatabase.driver(
                     endpoint.uri, auth=auth, connection_timeout=10.0
                 )
+                if self._endpoint is None or endpoint.uri != self._endpoint.uri:
+                    self._dialect = None  # another server: learn it afresh
                 self._endpoint = endpoint
         self.autocommit("RETURN 1 AS ok")
+        self.dialect.on_connect(self)
         return endpoint.uri
 
     def close(self) -> None:
@@ -306,10 +316,13 @@ class GraphStore(dg.ConfigurableResource):
         """Run a query in a read transaction; at most `max_rows` rows within `timeout_s`.
 
         More rows than the cap raise GraphRowLimitError (add a LIMIT) rather than truncate
-        silently. The timeout is enforced here: ArcadeDB ignores the transaction timeout we
-        also send. A timed-out query may keep running on the server until it finishes; its
-        connection goes back to the pool then. Neither server rejects writes in a read
-        transaction: callers that run untrusted Cypher must guard it themselves.
+        silently. The timeout is enforced here (ArcadeDB ignores the transaction timeout we
+        also send): at `timeout_s` this call gives up with GraphTimeoutError. It does not stop
+        the statement on the server by itself: `retrieve.guarded_read.GuardedReader` does
+        (the dialect's `cancel_query`: ArcadeDB `terminate query`, Memgraph `TERMINATE
+        TRANSACTIONS`), and the server's own statement timeout is the backstop. Neither server
+        rejects writes in a read transaction: callers that run untrusted Cypher must guard it
+        themselves.
         """
         driver = self._get_driver()
         database = self.dialect.session_database(self.database)
@@ -588,7 +601,8 @@ class GraphStore(dg.ConfigurableResource):
         return self.dialect.server_version(self)
 
     def fulltext_search(self, query: str, *, limit: int = 10, timeout_s: float = 30) -> list[dict]:
-        """Best-matching turns for a keyword query: rows of `turn_id` and `score`."""
+        """Best-matching turns: rows of `turn_id` and `score`. `query` is in the engine's term
+        syntax, already escaped (`retrieve.terms.or_query`): plain words need nothing."""
         cypher, params = self.dialect.fulltext_search(query, limit)
         return self.read(cypher, params, timeout_s=timeout_s, max_rows=limit)
 

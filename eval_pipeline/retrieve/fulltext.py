@@ -68,6 +68,9 @@ class FulltextRetriever:
                 f"fulltext retriever: no full-text query for backend {env.backend!r}; "
                 f"known: {', '.join(ftq.BACKENDS)}"
             )
+        # Every backend-specific statement comes from the dialect (the store's own, which
+        # knows the server's version, when it has one).
+        self.dialect = ftq.dialect_for(env.backend, env.store)
         if context_format not in CONTEXT_FORMATS:
             raise ValueError(f"context_format must be one of {CONTEXT_FORMATS}")
         wanted = ["auto"] if sources == "auto" else list(sources)
@@ -111,13 +114,8 @@ class FulltextRetriever:
     def _discover(self) -> list[ftq.FulltextSource]:
         store: Any = self.env.store
         try:
-            if self.backend == ftq.ARCADEDB:
-                rows = store.read(ftq.ARCADEDB_LIST_INDEXES, timeout_s=60, max_rows=10_000)
-                return ftq.sources_from_arcadedb(rows)
-            # Memgraph lists indexes only in an auto-commit transaction.
-            if callable(getattr(store, "autocommit", None)):
-                return ftq.sources_from_memgraph(store.autocommit(ftq.MEMGRAPH_LIST_INDEXES))
-        except GraphError as exc:
+            return ftq.sources_from_indexes(self.dialect.text_indexes(store))
+        except (GraphError, AttributeError) as exc:  # a reader that cannot list indexes
             self._discovery_note = f"full-text index discovery failed, searching turns only: {exc}"
             log.warning("%s", self._discovery_note)
         return []
@@ -161,9 +159,9 @@ class FulltextRetriever:
         candidates: list[tuple[ftq.SourceKind, dict]] = []
         for source in sources:
             statement = ftq.search_statement(
-                self.backend, source.source, scoped=haystack is not None
+                self.dialect, source.source, scoped=haystack is not None
             )
-            params = ftq.search_params(self.backend, source, query, request.top_k, haystack)
+            params = ftq.search_params(self.dialect, source, query, request.top_k, haystack)
             rows = self.reader.read(statement, params, trace=trace, max_rows=request.top_k)
             candidates.extend((source.source, row) for row in rows)
         items, context = self._rank(candidates, request.top_k)

@@ -1,34 +1,42 @@
-"""Full-text search text per backend, and which indexed sources the graph offers.
+"""Full-text retrieval statements, and which indexed sources the graph offers.
 
-The graph dialects (`eval_pipeline.graph.dialects`) have a full-text query for turns returning
-`turn_id` and `score` only; retrieval needs the text, the session, scoping by haystack and the
-reconcilers' chunks, facts and episodes, so those statements live here, keyed by backend:
-
-- ArcadeDB: `CALL db.index.fulltext.queryNodes('<Label>[<prop>]', $query)`, Lucene syntax, no
-  implicit result limit (probed: 3,000 matches of one term all come back);
-- Memgraph: `CALL text_search.search('<index>', 'data.<prop>:(...)')`, Tantivy syntax; the
-  index name is the one the index was created with. Not run here (no Memgraph server): the
-  statements follow the graph dialect's and Memgraph's documented form.
-
-Everything after the CALL is portable Cypher.
+Everything backend-specific comes from the graph dialect (`eval_pipeline.graph.dialects`): the
+CALL clause and its parameters (`Dialect.fulltext_call`, `fulltext_params`), the index names
+and which indexes exist (`Dialect.text_indexes`). What this module adds is portable Cypher
+around that call: retrieval needs the text, the session, scoping by haystack and the
+reconcilers' chunks, facts and episodes, not only the turn ids of `GraphStore.fulltext_search`.
+Queries arrive escaped once (`retrieve.terms.or_query`).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from eval_pipeline.graph import schema
+from eval_pipeline.graph.dialects import DIALECTS, Dialect, TextIndex, get_dialect
 from eval_pipeline.reconcile import schema as reconcile_schema
 
-ARCADEDB = "arcadedb"
-MEMGRAPH = "memgraph"
-BACKENDS = (ARCADEDB, MEMGRAPH)
+BACKENDS = tuple(DIALECTS)
 
-# Memgraph's text search has a result limit of its own; for a scoped search the haystack filter
-# runs after it, so fetch generously and let the filter and ORDER BY/LIMIT do the cutting.
-MEMGRAPH_FETCH_LIMIT = 100_000
+# How many hits the engine is asked for where it takes a limit (Memgraph): for a scoped search
+# the haystack filter runs after it, so fetch generously and let the filter and ORDER BY/LIMIT
+# do the cutting.
+FETCH_LIMIT = 100_000
+
+
+def dialect_for(backend: str, store: Any = None) -> Dialect:
+    """The dialect to build statements with: the store's own (it knows the server's version)
+    when it is of `backend`, else `backend`'s, planned for the pinned release."""
+    own = getattr(store, "dialect", None)
+    if isinstance(own, Dialect) and own.name == backend:
+        return own
+    try:
+        return get_dialect(backend)
+    except Exception:
+        raise ValueError(
+            f"no full-text query for backend {backend!r}; known: {', '.join(BACKENDS)}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -60,13 +68,7 @@ class FulltextSource:
 
 
 def default_index_name(backend: str, source: SourceKind) -> str:
-    if backend == ARCADEDB:
-        return f"{source.label}[{source.text_property}]"  # ArcadeDB names indexes Type[prop]
-    if backend == MEMGRAPH:
-        from eval_pipeline.graph.dialects.memgraph import TEXT_INDEX_NAME
-
-        return TEXT_INDEX_NAME if source.label == schema.TURN else f"{source.label.lower()}_text"
-    raise ValueError(f"no full-text query for backend {backend!r}; known: {', '.join(BACKENDS)}")
+    return dialect_for(backend).text_index_name(source.label, source.text_property)
 
 
 def turn_source(backend: str) -> FulltextSource:
@@ -76,48 +78,15 @@ def turn_source(backend: str) -> FulltextSource:
 
 # --- index discovery ----------------------------------------------------------------------
 
-ARCADEDB_LIST_INDEXES = "SHOW INDEXES YIELD name, type, labelsOrTypes, properties"
-MEMGRAPH_LIST_INDEXES = "SHOW INDEX INFO"
 
-
-def sources_from_arcadedb(rows: list[dict[str, Any]]) -> list[FulltextSource]:
-    """Sources with a FULLTEXT index, from the rows of ArcadeDB's SHOW INDEXES."""
+def sources_from_indexes(indexes: list[TextIndex]) -> list[FulltextSource]:
+    """The sources an index covers, in SOURCE_KINDS order (the first covering index wins);
+    an index listing no property covers every text property of its label."""
     found: list[FulltextSource] = []
     for source in SOURCE_KINDS:
-        for row in rows:
-            kind = str(row.get("type") or "").upper().replace("_", "")
-            labels = list(row.get("labelsOrTypes") or [])
-            props = list(row.get("properties") or [])
-            if kind == "FULLTEXT" and source.label in labels and source.text_property in props:
-                found.append(FulltextSource(source, str(row["name"])))
-                break
-    return found
-
-
-_MEMGRAPH_TEXT_INDEX = re.compile(r"^text\b.*?name:\s*([^)\s]+)")
-
-
-def sources_from_memgraph(rows: list[dict[str, Any]]) -> list[FulltextSource]:
-    """Sources with a text index, from the rows of Memgraph's SHOW INDEX INFO.
-
-    A text index with no property list covers every text property of its label.
-    """
-    found: list[FulltextSource] = []
-    for source in SOURCE_KINDS:
-        for row in rows:
-            match = _MEMGRAPH_TEXT_INDEX.match(str(row.get("index type", "")).strip())
-            prop = row.get("property")
-            props = (
-                [str(p) for p in prop]
-                if isinstance(prop, list)
-                else ([] if not prop else [str(prop)])
-            )
-            if (
-                match
-                and row.get("label") == source.label
-                and (not props or source.text_property in props)
-            ):
-                found.append(FulltextSource(source, match.group(1)))
+        for index in indexes:
+            if index.covers(source.label, source.text_property):
+                found.append(FulltextSource(source, index.name))
                 break
     return found
 
@@ -125,23 +94,7 @@ def sources_from_memgraph(rows: list[dict[str, Any]]) -> list[FulltextSource]:
 # --- search statements --------------------------------------------------------------------
 
 
-def search_call(backend: str, source: SourceKind) -> str:
-    """The CALL clause yielding `node, score` for `$index` and `$query`."""
-    if backend == ARCADEDB:
-        return "CALL db.index.fulltext.queryNodes($index, $query) YIELD node, score"
-    if backend == MEMGRAPH:
-        return "CALL text_search.search($index, $query, {limit: $fetch}) YIELD node, score"
-    raise ValueError(f"no full-text query for backend {backend!r}; known: {', '.join(BACKENDS)}")
-
-
-def search_text(backend: str, source: SourceKind, or_query: str) -> str:
-    """The engine's query string for an already escaped disjunction of terms."""
-    if backend == MEMGRAPH:
-        return f"data.{source.text_property}:({or_query})"
-    return or_query
-
-
-def search_statement(backend: str, source: SourceKind, *, scoped: bool) -> str:
+def search_statement(dialect: Dialect, source: SourceKind, *, scoped: bool) -> str:
     """Top `$k` of one source, optionally restricted to sessions in `$haystack`.
 
     Each row: id, session_id, text, role, timestamp, turn_ids, score. The LIMIT sits before
@@ -162,23 +115,20 @@ def search_statement(backend: str, source: SourceKind, *, scoped: bool) -> str:
             f"RETURN node.{source.id_property} AS id, node.session_id AS session_id, "
             f"node.{source.text_property} AS text, null AS role, timestamp, turn_ids, score"
         )
-    return f"{search_call(backend, source)}\n{where}{top}{tail}"
+    return f"{dialect.fulltext_call()}\n{where}{top}{tail}"
 
 
 def search_params(
-    backend: str,
+    dialect: Dialect,
     source: FulltextSource,
     or_query: str,
     k: int,
     haystack: list[str] | None,
 ) -> dict[str, Any]:
-    params: dict[str, Any] = {
-        "index": source.index,
-        "query": search_text(backend, source.source, or_query),
-        "k": k,
-    }
-    if backend == MEMGRAPH:
-        params["fetch"] = MEMGRAPH_FETCH_LIMIT
+    params = dialect.fulltext_params(
+        source.index, source.source.text_property, or_query, FETCH_LIMIT
+    )
+    params["k"] = k
     if haystack is not None:
         params["haystack"] = haystack
     return params

@@ -8,16 +8,11 @@ property or relationship changes it; so does deleting a node and recreating it i
 (its internal id changes), which is still a write.
 
 The schema is part of it too (issue 13): a type, index or constraint created or dropped
-during retrieval is a write. `schema_state` describes it, leaving out what a read changes
-(index read counters, sizes, compaction state):
-- ArcadeDB: through the HTTP API, every type with its kind, properties (constraints are
-  property attributes there) and indexes (`SELECT FROM schema:types`): the only place
-  document types, and the record counts of document types, show (Cypher never sees
-  documents). Without an HTTP API, what Cypher lists: vertex and edge types (`db.labels()`,
-  `db.relationshipTypes()`), indexes (`SHOW INDEXES`) and constraints (`SHOW CONSTRAINTS`);
-- Memgraph: SHOW INDEX INFO (without its changing `count`), SHOW CONSTRAINT INFO and SHOW
-  TRIGGERS, which run only in auto-commit transactions (`store.autocommit`);
-- any other reader: nothing beyond the content. `graph_state(schema=...)` takes another source.
+during retrieval is a write. What "the schema" is, is the dialect's (`Dialect.schema_state`:
+ArcadeDB's `SELECT FROM schema:types` over HTTP or Cypher's listings without it, Memgraph's
+SHOW INDEX INFO / SHOW CONSTRAINT INFO / SHOW TRIGGERS), leaving out what a read changes
+(index read counters, sizes, compaction state). A reader without a dialect hashes content
+only; `graph_state(schema=...)` takes another source.
 
 Each element is hashed on its own and the digests are sorted, so the order a server returns
 rows in does not matter. Read label by label and type by type to bound each result set.
@@ -34,7 +29,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from eval_pipeline.graph.dialects.base import quote_name
-from eval_pipeline.graph.errors import GraphQueryError
 from eval_pipeline.graph.schema import LEASE
 from eval_pipeline.retrieve.protocol import GraphReader
 
@@ -45,14 +39,6 @@ MAX_ROWS = 50_000_000
 
 # A JSON-able description of the schema (types, indexes, constraints ...), hashed as is.
 SchemaSource = Callable[[], Any]
-
-# Fields of a listed index or constraint that change without any write.
-_VOLATILE = frozenset(
-    {"id", "state", "populationPercent", "lastRead", "readCount", "count", "size", "compacting"}
-)
-# ArcadeDB `SELECT FROM schema:types`: record counts of vertex and edge types are content
-# (hashed node by node above; the lease's changes by design); a document type's are not.
-_ARCADEDB_TYPES_SQL = "SELECT FROM schema:types"
 
 
 class GraphState(BaseModel):
@@ -74,75 +60,10 @@ def _read(store: GraphReader, query: str) -> list[dict]:
     return store.read(query, {}, timeout_s=READ_TIMEOUT_S, max_rows=MAX_ROWS)
 
 
-def _stable(row: Any) -> Any:
-    if isinstance(row, dict):
-        return {k: _stable(v) for k, v in sorted(row.items()) if k not in _VOLATILE}
-    if isinstance(row, list):
-        return [_stable(v) for v in row]
-    return row
-
-
-def _sorted_rows(rows: list[dict]) -> list[Any]:
-    stable = [_stable(r) for r in rows]
-    return sorted(stable, key=lambda r: json.dumps(r, sort_keys=True, default=str))
-
-
-def _listing(run: Callable[[str], list[dict]], statement: str) -> Any:
-    # A statement this server refuses is refused every time: say so, deterministically.
-    try:
-        return _sorted_rows(run(statement))
-    except GraphQueryError as exc:
-        return {"refused": statement, "by": type(exc).__name__}
-
-
-def arcadedb_schema(store: Any) -> dict[str, Any]:
-    """ArcadeDB's schema: with an HTTP API, every type (vertex, edge, document) with its
-    properties (their constraints included) and indexes, from SQL; without one, what Cypher
-    lists: vertex and edge types, indexes and constraints, but no document type."""
-    http_of = getattr(store, "http", None)
-    http = http_of() if callable(http_of) else None
-    if http is not None:
-        types = []
-        for row in http.sql(store.database, _ARCADEDB_TYPES_SQL):
-            row = dict(row)
-            if row.get("type") in ("vertex", "edge"):
-                row.pop("records", None)
-            types.append(row)
-        return {"types": _sorted_rows(types)}
-
-    def run(statement: str) -> list[dict]:
-        return _read(store, statement)
-
-    return {
-        "labels": _listing(run, "CALL db.labels() YIELD label RETURN label"),
-        "relationship_types": _listing(
-            run, "CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType"
-        ),
-        "indexes": _listing(run, "SHOW INDEXES"),
-        "constraints": _listing(run, "SHOW CONSTRAINTS"),
-    }
-
-
-def memgraph_schema(store: Any) -> dict[str, Any]:
-    """Memgraph's indexes, constraints and triggers (SHOW ... INFO: auto-commit only)."""
-    autocommit = getattr(store, "autocommit", None)
-    if not callable(autocommit):
-        return {}
-    return {
-        "indexes": _listing(autocommit, "SHOW INDEX INFO"),
-        "constraints": _listing(autocommit, "SHOW CONSTRAINT INFO"),
-        "triggers": _listing(autocommit, "SHOW TRIGGERS"),
-    }
-
-
 def schema_state(store: Any) -> Any:
-    """The schema description of `store`'s backend (None for a reader of unknown kind)."""
-    backend = getattr(getattr(store, "dialect", None), "name", None)
-    if backend == "arcadedb":
-        return arcadedb_schema(store)
-    if backend == "memgraph":
-        return memgraph_schema(store)
-    return None
+    """The schema description of `store`'s backend (None for a reader without a dialect)."""
+    describe = getattr(getattr(store, "dialect", None), "schema_state", None)
+    return describe(store) if callable(describe) else None
 
 
 def graph_state(store: GraphReader, *, schema: SchemaSource | None = None) -> GraphState:

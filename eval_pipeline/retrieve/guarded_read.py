@@ -7,14 +7,17 @@ a write in a read transaction, so the guard is the half that holds; the transact
 because a server that does enforce it costs nothing extra.
 
 Reads that harm the server without writing (issue 13) are bounded on the server:
-- time: a query still running at its timeout is *terminated on the server* (ArcadeDB's
-  `terminate query`, through `QueryCanceller`), not only abandoned by the client: ArcadeDB
-  ignores the Bolt transaction timeout, and an abandoned `UNWIND range(...)` product kept a
-  core busy for minutes. The server's own ceiling (`arcadedb.command.timeout`, server.py)
-  stops anything a canceller missed;
-- memory and size: the server's per-query heap guards (server.py) and the row cap here. A
-  statement that still exhausts the server's heap has its connection dropped while the server
-  stays up; that is reported as the query's own failure, not as a server outage.
+- time: a query still running at its timeout is *terminated on the server* (the dialect's
+  `cancel_query`: ArcadeDB's `terminate query`, Memgraph's `TERMINATE TRANSACTIONS`), not
+  only abandoned by the client: ArcadeDB ignores the Bolt transaction timeout, and an
+  abandoned `UNWIND range(...)` product kept a core busy for minutes. The server's own ceiling
+  (`arcadedb.command.timeout`, server.py; Memgraph's `--query-execution-timeout-sec`,
+  docker-compose.yml) stops anything a canceller missed;
+- memory and size: what the dialect attaches to the statement (`Dialect.bound_read`: Memgraph
+  `QUERY MEMORY LIMIT`), the server's own guards (ArcadeDB's per-query heap guards, server.py;
+  Memgraph's `--memory-limit`) and the row cap here. A statement that still exhausts the
+  server's heap has its connection dropped while the server stays up; that is reported as the
+  query's own failure, not as a server outage.
 
 Whose failure (see `eval_pipeline.failures`): a query refused, too slow or too big while the
 server keeps answering is the system's own (a miss: retrievers tell their agent, the runner
@@ -50,9 +53,6 @@ log = logging.getLogger(__name__)
 
 REJECTED_PREFIX = "rejected by the read-only guard: "
 PROBE_TIMEOUT_S = 5.0
-# A server's clock and ours are the same host's, but a statement is listed from the moment
-# the server parsed it: allow this much before our own submission time.
-_CLOCK_SLACK_S = 1.0
 
 # (statement, wall-clock time it was submitted) -> ids of the server-side queries stopped.
 QueryCanceller = Callable[[str, float], list[str]]
@@ -78,8 +78,9 @@ class GraphServerLost(RuntimeError):
 class GuardedReader:
     """Reads through the guard with one timeout and one row cap, recording each attempt.
 
-    `canceller` stops a timed-out query on the server; by default one is made for an
-    ArcadeDB `GraphStore` with an HTTP API (`arcadedb_canceller`), and None turns it off.
+    `canceller` stops a timed-out query on the server; by default ("auto") the store's
+    dialect does (`Dialect.cancel_query`), and None turns it off. The statement sent is the
+    guarded one with the dialect's server-side bounds attached (`Dialect.bound_read`).
     """
 
     def __init__(
@@ -117,6 +118,7 @@ class GuardedReader:
         except WriteRejected as rejected:
             _record(trace, query, params, started, error=REJECTED_PREFIX + rejected.reason)
             raise QueryRejected(rejected.reason) from None
+        sent = self._bounded(query)
         submitted = time.time()
         timed_out: GraphTimeoutError | None = None
         dropped: GraphUnavailableError | None = None
@@ -126,7 +128,7 @@ class GuardedReader:
         for attempt in range(2):
             timed_out = dropped = None
             try:
-                rows = self.store.read(query, params, timeout_s=self.timeout_s, max_rows=cap)
+                rows = self.store.read(sent, params, timeout_s=self.timeout_s, max_rows=cap)
             except GraphTimeoutError as exc:
                 timed_out = exc
             except GraphUnavailableError as exc:
@@ -154,7 +156,7 @@ class GuardedReader:
         # Out of the except blocks on purpose: the error raised next must not carry the
         # driver's error as its context when the server is fine (failures.py reads the chain).
         if timed_out is not None:
-            stopped = self._stop_on_server(query, submitted)
+            stopped = self._stop_on_server(sent, submitted)
             if not self._server_answers():
                 _record(trace, query, params, started, error=f"graph server lost: {timed_out}")
                 down = GraphUnavailableError(f"graph server does not answer after: {timed_out}")
@@ -189,11 +191,15 @@ class GuardedReader:
             return False
         return True
 
+    def _bounded(self, query: str) -> str:
+        bound = getattr(getattr(self.store, "dialect", None), "bound_read", None)
+        return bound(query) if callable(bound) else query
+
     def _stop_on_server(self, query: str, submitted: float) -> list[str]:
         """Terminate the timed-out query on the server; best effort, never raises."""
         try:
             if self._canceller == "auto":
-                self._canceller = arcadedb_canceller(self.store)
+                self._canceller = dialect_canceller(self.store)
             if not callable(self._canceller):
                 return []
             return list(self._canceller(query, submitted))
@@ -202,38 +208,17 @@ class GuardedReader:
             return []
 
 
-def arcadedb_canceller(store: Any) -> QueryCanceller | None:
-    """A canceller for an ArcadeDB `GraphStore` with an HTTP API, else None.
-
-    It lists the statements running on the store's database (`list queries`) and terminates
-    the Bolt ones with this statement's text that started after it was submitted (an
-    identical statement of another reader started since is stopped too: it would time out
-    the same way).
-    """
-    dialect = getattr(store, "dialect", None)
-    http_of = getattr(store, "http", None)
-    if getattr(dialect, "name", None) != "arcadedb" or not callable(http_of):
+def dialect_canceller(store: Any) -> QueryCanceller | None:
+    """The store's dialect's way of stopping a query on the server (`cancel_query`), or None
+    for a reader without a dialect."""
+    cancel = getattr(getattr(store, "dialect", None), "cancel_query", None)
+    if not callable(cancel):
         return None
-    http = http_of()
-    if http is None:
-        return None
-    from eval_pipeline.graph import server  # ArcadeDB specifics; the import is light
 
-    database = getattr(store, "database", None)
+    def canceller(query: str, submitted: float) -> list[str]:
+        return list(cancel(store, query, submitted))
 
-    def cancel(query: str, submitted: float) -> list[str]:
-        wanted = server.listed_text(query)
-        stopped: list[str] = []
-        for running in server.running_queries(http, database):
-            if running.get("protocol") != "bolt" or running.get("text") != wanted:
-                continue
-            if float(running.get("startedAt") or 0) / 1000 < submitted - _CLOCK_SLACK_S:
-                continue
-            status = server.terminate_query(http, str(running["id"]))
-            stopped.append(f"{running['id']} {status}")
-        return stopped
-
-    return cancel
+    return canceller
 
 
 def _record(

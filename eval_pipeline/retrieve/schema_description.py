@@ -179,18 +179,8 @@ def _profile_property(
     return profile
 
 
-def _fulltext_call(backend: str, source: ftq.FulltextSource) -> str:
-    kind = source.source
-    if backend == ftq.MEMGRAPH:
-        query = f"'data.{kind.text_property}:(word1 OR word2)'"
-        return (
-            f"CALL text_search.search('{source.index}', {query}) YIELD node, score "
-            "RETURN node ORDER BY score DESC LIMIT 10"
-        )
-    return (
-        f"CALL db.index.fulltext.queryNodes('{source.index}', 'word1 OR word2') "
-        "YIELD node, score RETURN node ORDER BY score DESC LIMIT 10"
-    )
+def _fulltext_call(dialect: Any, source: ftq.FulltextSource) -> str:
+    return dialect.fulltext_example(source.index, source.source.text_property)
 
 
 def describe_graph(
@@ -202,6 +192,7 @@ def describe_graph(
 ) -> SchemaDescription:
     """Profile the live graph. `fulltext_sources`: indexes to advertise (turns by default)."""
     sources = fulltext_sources if fulltext_sources is not None else [ftq.turn_source(backend)]
+    dialect = ftq.dialect_for(backend, store)
     searchable = {(s.source.label, s.source.text_property): s for s in sources}
     label_rows = _read(store, "MATCH (n) UNWIND labels(n) AS label RETURN label, count(*) AS n")
     labels: list[LabelProfile] = []
@@ -225,7 +216,7 @@ def describe_graph(
             source = searchable.get((label, key))
             if source is not None:
                 profile.kind = "free_text"
-                profile.fulltext_call = _fulltext_call(backend, source)
+                profile.fulltext_call = _fulltext_call(dialect, source)
             props.append(profile)
         labels.append(LabelProfile(label=label, count=int(row["n"]), properties=props))
 
@@ -249,7 +240,7 @@ def describe_graph(
         backend=backend,
         labels=labels,
         relationships=relationships,
-        fulltext=[_fulltext_call(backend, s) for s in sources],
+        fulltext=[_fulltext_call(dialect, s) for s in sources],
     )
 
 

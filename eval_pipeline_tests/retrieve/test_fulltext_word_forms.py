@@ -133,6 +133,7 @@ def test_memgraph_gets_the_same_expanded_disjunction_inside_its_field_query():
     from eval_pipeline.retrieve.terms import content_terms, expand_terms, or_query
 
     query = or_query(expand_terms(content_terms("How many marathons did I run?")))
-    params = ftq.search_params("memgraph", ftq.turn_source("memgraph"), query, 5, None)
+    dialect = ftq.dialect_for("memgraph")
+    params = ftq.search_params(dialect, ftq.turn_source("memgraph"), query, 5, None)
     assert params["query"] == f"data.text:({query})"
     assert "marathon" in params["query"].removeprefix("data.text:(").rstrip(")").split(" OR ")

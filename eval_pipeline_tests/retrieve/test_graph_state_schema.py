@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eval_pipeline.graph.dialects.memgraph import MemgraphDialect
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.retrieve.graph_state import graph_state, schema_state
 
@@ -93,18 +94,24 @@ def test_a_schema_source_can_be_given(scratch_store: GraphStore):
     assert one.schema_fingerprint != two.schema_fingerprint
 
 
-class _Dialect:
-    name = "memgraph"
-
-
 class _MemgraphLike:
-    """Content reads answer nothing; SHOW ... INFO answers `rows` (auto-commit only)."""
+    """Content reads answer nothing; SHOW ... INFO answers `rows` (auto-commit only). The
+    SHOW INDEX INFO row is one of Memgraph's own e2e test rows (memgraph/memgraph
+    tests/e2e/durability/durability_with_text_index.py: header `index type, label, property,
+    count`; see eval_pipeline_tests/graph/test_memgraph_statements.py [IDX])."""
 
-    dialect = _Dialect()
+    dialect = MemgraphDialect((3, 10, 1))
 
     def __init__(self) -> None:
         self.rows: dict[str, list[dict[str, Any]]] = {
-            "SHOW INDEX INFO": [{"index type": "label+property", "label": "Turn", "count": 3}],
+            "SHOW INDEX INFO": [
+                {
+                    "index type": "label_text (name: document_index)",
+                    "label": "Document",
+                    "property": [],
+                    "count": 2,
+                }
+            ],
             "SHOW CONSTRAINT INFO": [],
             "SHOW TRIGGERS": [],
         }
@@ -122,5 +129,14 @@ def test_memgraph_schema_leaves_out_counts_and_sees_triggers():
     base = graph_state(store)  # type: ignore[arg-type]
     store.rows["SHOW INDEX INFO"][0]["count"] = 4  # a write to content, not to the schema
     assert graph_state(store).schema_fingerprint == base.schema_fingerprint  # type: ignore[arg-type]
-    store.rows["SHOW TRIGGERS"].append({"trigger name": "t", "statement": "CREATE ()"})
+    # SHOW TRIGGERS columns: memgraph/memgraph src/query/interpreter.cpp (ShowTriggers).
+    store.rows["SHOW TRIGGERS"].append(
+        {
+            "trigger name": "t",
+            "statement": "UNWIND createdVertices AS v SET v.seen = true",
+            "event type": "() CREATE",
+            "phase": "AFTER COMMIT",
+            "owner": None,
+        }
+    )
     assert graph_state(store).fingerprint != base.fingerprint  # type: ignore[arg-type]

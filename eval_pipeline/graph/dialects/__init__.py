@@ -1,13 +1,123 @@
-"""Backend dialects: what differs between graph servers, one small module each."""
+"""Backend dialects: what differs between graph servers, one small module each.
+
+`DIFFERENCES` is the one table of every difference between the backends: each line names the
+concern, the `Dialect` method that decides it, and what each backend does. Code outside
+`dialects/` asks the dialect; it never branches on a backend's name. README.md ("Graph")
+shows the same table.
+"""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from eval_pipeline.graph.dialects.arcadedb import ArcadeDBDialect
-from eval_pipeline.graph.dialects.base import Dialect
+from eval_pipeline.graph.dialects.base import Dialect, TextIndex
 from eval_pipeline.graph.dialects.memgraph import MemgraphDialect
 from eval_pipeline.graph.errors import GraphError
 
 DIALECTS: dict[str, type[Dialect]] = {"arcadedb": ArcadeDBDialect, "memgraph": MemgraphDialect}
+
+
+class Difference(NamedTuple):
+    concern: str
+    method: str  # the Dialect method that decides it
+    arcadedb: str
+    memgraph: str
+
+
+DIFFERENCES: tuple[Difference, ...] = (
+    Difference(
+        "server version",
+        "on_connect",
+        "not read (the embedded wheel is pinned)",
+        "SHOW VERSION once per server; < 3.5 refused with one line",
+    ),
+    Difference(
+        "database name",
+        "session_database",
+        "sent as is (one database per name)",
+        "not sent for eval/memgraph (multi-database is Enterprise-only)",
+    ),
+    Difference(
+        "atomic writes",
+        "require_transactions",
+        "always transactional",
+        "SHOW STORAGE INFO: reconcile refused in IN_MEMORY_ANALYTICAL",
+    ),
+    Difference(
+        "id indexes",
+        "create_index_statements",
+        "CREATE INDEX IF NOT EXISTS FOR (n:L) ON (n.p)",
+        "CREATE INDEX ON :L(p)",
+    ),
+    Difference(
+        "reconciler indexes and unique keys",
+        "reconcile_index_statements",
+        "CREATE CONSTRAINT name IF NOT EXISTS FOR (n:L) REQUIRE n.p IS UNIQUE",
+        "CREATE INDEX ON :L(p) + CREATE CONSTRAINT ON (n:L) ASSERT n.p IS UNIQUE",
+    ),
+    Difference(
+        "full-text index DDL",
+        "create_text_index / drop_text_index",
+        "SQL over HTTP: CREATE INDEX ... FULL_TEXT; name L[p]",
+        "CREATE TEXT INDEX l_p ON :L(p) (3.5: ON :L); DROP TEXT INDEX",
+    ),
+    Difference(
+        "full-text index discovery",
+        "text_indexes",
+        "SHOW INDEXES, type FULLTEXT",
+        "SHOW INDEX INFO, label_text (name: x) (3.5: text (name: x))",
+    ),
+    Difference(
+        "full-text search call",
+        "fulltext_call / fulltext_params",
+        "db.index.fulltext.queryNodes($index, $query), Lucene syntax",
+        "text_search.search($index, 'data.p:(...)', limit): 3.5 two arguments and no score, "
+        "3.6-3.10 Int limit, 3.11+ {limit: n}; Tantivy syntax",
+    ),
+    Difference(
+        "wipe",
+        "wipe",
+        "DROP TYPE ... UNSAFE per type over HTTP (batched DETACH DELETE without it)",
+        "triggers, batched DETACH DELETE, then every index and constraint listed",
+    ),
+    Difference(
+        "what 'empty' lists",
+        "inventory",
+        "SELECT FROM schema:types over HTTP: types, documents, indexes",
+        "scans + SHOW INDEX INFO / SHOW CONSTRAINT INFO / SHOW TRIGGERS",
+    ),
+    Difference(
+        "schema in the read fingerprint",
+        "schema_state",
+        "SELECT FROM schema:types (Cypher SHOW INDEXES/CONSTRAINTS without HTTP)",
+        "SHOW INDEX INFO (no count), SHOW CONSTRAINT INFO, SHOW TRIGGERS",
+    ),
+    Difference(
+        "memory bound of an agent read",
+        "bound_read",
+        "server heap guards (server.py); statement unchanged",
+        "QUERY MEMORY LIMIT 1024 MB appended; --memory-limit on the server",
+    ),
+    Difference(
+        "stopping a read at its timeout",
+        "cancel_query",
+        "list queries + terminate query over HTTP; arcadedb.command.timeout backstop",
+        "SHOW TRANSACTIONS + TERMINATE TRANSACTIONS 'id'; --query-execution-timeout-sec",
+    ),
+    Difference(
+        "map-valued properties",
+        "encode_value",
+        "refused: JSON-encoded",
+        "stored as maps",
+    ),
+    Difference(
+        "labels, types and keys",
+        "labels / relationship_types / property_keys",
+        "db.labels(), db.relationshipTypes() (empty types too)",
+        "SHOW SCHEMA INFO (auto-commit) when enabled, else scans",
+    ),
+)
 
 
 def get_dialect(backend: str) -> Dialect:
@@ -19,4 +129,4 @@ def get_dialect(backend: str) -> Dialect:
         ) from None
 
 
-__all__ = ["DIALECTS", "Dialect", "get_dialect"]
+__all__ = ["DIALECTS", "DIFFERENCES", "Dialect", "Difference", "TextIndex", "get_dialect"]

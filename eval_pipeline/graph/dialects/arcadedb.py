@@ -14,8 +14,12 @@ Quirks handled here (probed on 26.10.x, DESIGN.md section 5):
   schema:types` over HTTP: every type with its kind, record count and indexes) sees them all;
   a fresh database lists no type and no index (probed on 26.10.x, whether created at server
   start or over HTTP). Without the HTTP API the inventory is Cypher's partial view;
-- read transactions do not reject writes, and the transaction timeout is ignored (the store
-  enforces its own timeout client-side).
+- read transactions do not reject writes, and the transaction timeout is ignored: the store
+  gives up on a read at its timeout, and `cancel_query` then terminates it on the server
+  (`list queries` / `terminate query` over HTTP), with the server's command timeout
+  (`arcadedb.command.timeout`, server.py) as the backstop;
+- the schema a read must leave alone (`schema_state`) is `SELECT FROM schema:types` over HTTP
+  (every type, its properties, constraints and indexes), or Cypher's partial view without it.
 """
 
 from __future__ import annotations
@@ -30,10 +34,13 @@ from eval_pipeline.graph.dialects.base import (
     KEPT_LABELS,
     Dialect,
     Inventory,
+    TextIndex,
     counts_dict,
     delete_all_batched,
     json_encode_maps,
+    listing,
     quote_name,
+    sorted_rows,
 )
 from eval_pipeline.graph.errors import GraphError, GraphQueryError
 
@@ -60,8 +67,27 @@ def create_index_statements(
     ]
 
 
-def create_fulltext_sql() -> list[str]:
-    label, prop = schema.FULLTEXT_PROPERTY
+def reconcile_index_statements(indexes: Iterable[tuple[str, str, bool]]) -> list[str]:
+    out: list[str] = []
+    for label, prop, unique in indexes:
+        if unique:
+            name = f"{label.lower()}_{prop}_unique"  # a plain word, as probed
+            out.append(
+                f"CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{quote_name(label)}) "
+                f"REQUIRE n.{quote_name(prop)} IS UNIQUE"
+            )
+        else:
+            out.append(
+                f"CREATE INDEX IF NOT EXISTS FOR (n:{quote_name(label)}) ON (n.{quote_name(prop)})"
+            )
+    return out
+
+
+def create_fulltext_sql(label: str | None = None, prop: str | None = None) -> list[str]:
+    """SQL (HTTP API) creating the full-text index over label.prop (default: turn text).
+    Names go in bare, as probed (the pipeline's labels and properties are plain words)."""
+    if label is None or prop is None:
+        label, prop = schema.FULLTEXT_PROPERTY
     return [
         f"CREATE VERTEX TYPE {label} IF NOT EXISTS",
         f"CREATE PROPERTY {label}.{prop} IF NOT EXISTS STRING",
@@ -69,7 +95,32 @@ def create_fulltext_sql() -> list[str]:
     ]
 
 
+def drop_fulltext_sql(label: str, prop: str) -> str:
+    return f"DROP INDEX {_sql_name(fulltext_index_name(label, prop))} IF EXISTS"
+
+
+LIST_INDEXES = "SHOW INDEXES YIELD name, type, labelsOrTypes, properties"
+
+
+def text_indexes_from_rows(rows: list[dict[str, Any]]) -> list[TextIndex]:
+    """The FULLTEXT indexes among the rows of Cypher's SHOW INDEXES (26.10.x lists the type
+    as FULLTEXT; FULL_TEXT, SQL's spelling, is accepted too)."""
+    found = []
+    for row in rows:
+        kind = str(row.get("type") or "").upper().replace("_", "")
+        labels = list(row.get("labelsOrTypes") or [])
+        if kind != "FULLTEXT" or not labels:
+            continue
+        props = tuple(str(p) for p in row.get("properties") or [])
+        found.append(TextIndex(str(row["name"]), str(labels[0]), props))
+    return found
+
+
 INVENTORY_SQL = "SELECT name, type, records, indexes FROM schema:types"
+SCHEMA_TYPES_SQL = "SELECT FROM schema:types"
+# A server's clock and ours are the same host's, but a statement is listed from the moment the
+# server parsed it: allow this much before our own submission time.
+CLOCK_SLACK_S = 1.0
 
 
 def drop_type_sql(types: list[dict[str, Any]]) -> list[str]:
@@ -163,22 +214,95 @@ class ArcadeDBDialect(Dialect):
     def create_index_statements(self, pairs: Iterable[tuple[str, str]]) -> list[str]:
         return create_index_statements(pairs)
 
-    def create_fulltext_index(self, store: GraphStore) -> None:
+    def reconcile_index_statements(self, indexes: Iterable[tuple[str, str, bool]]) -> list[str]:
+        return reconcile_index_statements(indexes)
+
+    # --- full-text ------------------------------------------------------------------------
+
+    def text_index_name(self, label: str, prop: str) -> str:
+        return fulltext_index_name(label, prop)
+
+    def create_text_index(self, store: GraphStore, label: str, prop: str) -> None:
         http = store.http()
         if http is None:
             raise GraphError(
                 "ArcadeDB creates full-text indexes only through its HTTP API: set the "
                 "server's HTTP URL (http_url) next to --graph-uri"
             )
-        for stmt in create_fulltext_sql():
+        for stmt in create_fulltext_sql(label, prop):
             http.sql(store.database, stmt)
 
-    def fulltext_search(self, query: str, limit: int) -> tuple[str, dict[str, Any]]:
-        cypher = (
-            "CALL db.index.fulltext.queryNodes($index, $query) YIELD node, score "
-            "RETURN node.turn_id AS turn_id, score ORDER BY score DESC LIMIT $limit"
+    def drop_text_index(self, store: GraphStore, label: str, prop: str) -> None:
+        http = store.http()
+        if http is None:
+            return  # nothing can have been created without it either
+        stmt = drop_fulltext_sql(label, prop)
+        _retry_while_busy(lambda: http.sql(store.database, stmt))
+
+    def text_indexes(self, store: GraphStore) -> list[TextIndex]:
+        return text_indexes_from_rows(store.read(LIST_INDEXES, timeout_s=60, max_rows=10_000))
+
+    def fulltext_call(self) -> str:
+        # No implicit result limit (probed: 3,000 matches of one term all come back).
+        return "CALL db.index.fulltext.queryNodes($index, $query) YIELD node, score"
+
+    def fulltext_example(self, index: str, prop: str) -> str:
+        return (
+            f"CALL db.index.fulltext.queryNodes('{index}', 'word1 OR word2') "
+            "YIELD node, score RETURN node ORDER BY score DESC LIMIT 10"
         )
-        return cypher, {"index": self.fulltext_index_name, "query": query, "limit": limit}
+
+    # --- reads by agents ------------------------------------------------------------------
+
+    def cancel_query(self, store: GraphStore, query: str, submitted: float) -> list[str]:
+        """Terminate the Bolt statements with `query`'s text on the store's database that
+        started after `submitted` (`list queries`, then `terminate query`, over HTTP): an
+        identical statement of another reader started since is stopped too (it would time
+        out the same way). Nothing without an HTTP API."""
+        http_of = getattr(store, "http", None)
+        http = http_of() if callable(http_of) else None
+        if http is None:
+            return []
+        from eval_pipeline.graph import server  # ArcadeDB's server commands
+
+        wanted = server.listed_text(query)
+        stopped: list[str] = []
+        for running in server.running_queries(http, getattr(store, "database", None)):
+            if running.get("protocol") != "bolt" or running.get("text") != wanted:
+                continue
+            if float(running.get("startedAt") or 0) / 1000 < submitted - CLOCK_SLACK_S:
+                continue
+            status = server.terminate_query(http, str(running["id"]))
+            stopped.append(f"{running['id']} {status}")
+        return stopped
+
+    def schema_state(self, store: GraphStore) -> dict[str, Any]:
+        """With an HTTP API, every type (vertex, edge, document) with its properties (their
+        constraints included) and indexes, from SQL; without one, what Cypher lists: vertex
+        and edge types, indexes and constraints, but no document type. Record counts of
+        vertex and edge types are content (hashed node by node), a document type's are not."""
+        http_of = getattr(store, "http", None)
+        http = http_of() if callable(http_of) else None
+        if http is not None:
+            types = []
+            for row in http.sql(store.database, SCHEMA_TYPES_SQL):
+                row = dict(row)
+                if row.get("type") in ("vertex", "edge"):
+                    row.pop("records", None)
+                types.append(row)
+            return {"types": sorted_rows(types)}
+
+        def run(statement: str) -> list[dict]:
+            return store.read(statement, {}, timeout_s=900.0, max_rows=50_000_000)
+
+        return {
+            "labels": listing(run, "CALL db.labels() YIELD label RETURN label"),
+            "relationship_types": listing(
+                run, "CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType"
+            ),
+            "indexes": listing(run, "SHOW INDEXES"),
+            "constraints": listing(run, "SHOW CONSTRAINTS"),
+        }
 
     def labels(self, store: GraphStore) -> list[str]:
         # The schema's vertex types: cheap, and a superset (empty types included).

@@ -1,14 +1,17 @@
 """What every dialect provides, with portable defaults; a backend module overrides the rest.
 
 Everything here is plain Cypher both servers run. A dialect receives the store to run its
-statements (`store.write`, `store.read`, `store.autocommit`), so it stays a bag of decisions
-with no connection state of its own.
+statements (`store.write`, `store.read`, `store.autocommit`); what it learns about the server
+it talks to (Memgraph: the version and storage mode, read once by `on_connect`) it keeps, so a
+store holds one dialect instance per server (`GraphStore.dialect`). Every difference between
+the backends is a method here, listed in `eval_pipeline.graph.dialects.DIFFERENCES`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import neo4j.exceptions as nx
@@ -33,6 +36,19 @@ KEPT_LABELS: tuple[str, ...] = (schema.LEASE, schema.CLAIM)
 def quote_name(name: str) -> str:
     """A label, type or property name as a Cypher identifier (backticks doubled inside)."""
     return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True)
+class TextIndex:
+    """A full-text index a server lists: its name, label and properties (empty: every text
+    property of the label)."""
+
+    name: str
+    label: str
+    properties: tuple[str, ...] = ()
+
+    def covers(self, label: str, prop: str) -> bool:
+        return self.label == label and (not self.properties or prop in self.properties)
 
 
 class Inventory(BaseModel):
@@ -183,12 +199,19 @@ def _records_phrase(total: int, by_name: Mapping[str, int], noun: str) -> str:
 
 class Dialect:
     name = "portable"
-    fulltext_index_name = "turn_text"
 
     # --- connection ---------------------------------------------------------------------
 
     def session_database(self, database: str | None) -> str | None:
         return database or None
+
+    def on_connect(self, store: GraphStore) -> None:
+        """Learn what this server is (once per server) and refuse one the pipeline cannot
+        use; called by `GraphStore.ensure_running` after the first answer."""
+
+    def require_transactions(self, store: GraphStore, purpose: str) -> None:
+        """Raise GraphError when the server would not run `purpose`'s explicit write
+        transactions atomically."""
 
     # --- wipe and indexes ---------------------------------------------------------------
 
@@ -225,12 +248,82 @@ class Dialect:
         for stmt in self.create_index_statements(pairs):
             store.autocommit(stmt)
 
+    def reconcile_index_statements(self, indexes: Iterable[tuple[str, str, bool]]) -> list[str]:
+        """Id indexes and unique key constraints, one statement each, for (label, property,
+        unique) triples (the reconciler's schema)."""
+        raise NotImplementedError
+
+    # --- full-text indexes and search ---------------------------------------------------
+    # One builder for every full-text statement the pipeline sends: the turn search below,
+    # retrieval (`retrieve/fulltext_queries.py`) and the agent's schema description all take
+    # their CALL clause and query text from here. Queries arrive already escaped
+    # (`retrieve.terms.or_query`): the dialect adds syntax, never escapes again.
+
+    def text_index_name(self, label: str, prop: str) -> str:
+        """The name the pipeline gives (or the server gives) its index over label.prop."""
+        raise NotImplementedError
+
+    def create_text_index(self, store: GraphStore, label: str, prop: str) -> None:
+        """Create the full-text index over label.prop; one that exists already is fine."""
+        raise NotImplementedError
+
+    def drop_text_index(self, store: GraphStore, label: str, prop: str) -> None:
+        """Drop the pipeline's full-text index over label.prop; a missing one is fine."""
+        raise NotImplementedError
+
+    def text_indexes(self, store: GraphStore) -> list[TextIndex]:
+        """Every full-text index the server lists."""
+        raise NotImplementedError
+
     def create_fulltext_index(self, store: GraphStore) -> None:
+        """The full-text index over turn text (injection)."""
+        self.create_text_index(store, *schema.FULLTEXT_PROPERTY)
+
+    def fulltext_call(self) -> str:
+        """The CALL clause yielding `node, score` for `$index` and `$query` (and `$fetch`,
+        how many hits to ask the engine for, where it takes one)."""
+        raise NotImplementedError
+
+    def fulltext_query(self, prop: str, or_query: str) -> str:
+        """The engine's query string over `prop` for an escaped disjunction of terms."""
+        return or_query
+
+    def fulltext_params(self, index: str, prop: str, or_query: str, fetch: int) -> dict[str, Any]:
+        """Parameters of `fulltext_call`."""
+        return {"index": index, "query": self.fulltext_query(prop, or_query)}
+
+    def fulltext_example(self, index: str, prop: str) -> str:
+        """A literal search call for an agent to copy (schema description)."""
         raise NotImplementedError
 
     def fulltext_search(self, query: str, limit: int) -> tuple[str, dict[str, Any]]:
-        """(Cypher, params) returning `turn_id` and `score` of the best-matching turns."""
-        raise NotImplementedError
+        """(Cypher, params) returning `turn_id` and `score` of the best-matching turns for an
+        escaped disjunction of terms."""
+        label, prop = schema.FULLTEXT_PROPERTY
+        cypher = (
+            f"{self.fulltext_call()}\n"
+            "RETURN node.turn_id AS turn_id, score ORDER BY score DESC LIMIT $limit"
+        )
+        params = self.fulltext_params(self.text_index_name(label, prop), prop, query, limit)
+        return cypher, {**params, "limit": limit}
+
+    # --- reads by agents ----------------------------------------------------------------
+
+    def bound_read(self, query: str) -> str:
+        """`query` with the server-side bounds this dialect can attach to one statement
+        (Memgraph: a per-query memory limit); as is where there are none."""
+        return query
+
+    def cancel_query(self, store: GraphStore, query: str, submitted: float) -> list[str]:
+        """Stop `query` (sent at wall-clock `submitted`) on the server after our timeout;
+        the ids of what was stopped. Best effort: [] when the server offers no way."""
+        return []
+
+    def schema_state(self, store: GraphStore) -> Any:
+        """A JSON-able description of the schema (types, indexes, constraints, triggers)
+        leaving out what a read changes; hashed by `retrieve.graph_state`. None: content
+        only."""
+        return None
 
     # --- introspection ------------------------------------------------------------------
 
@@ -345,3 +438,34 @@ def json_encode_maps(value: Any) -> Any:
     if isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
     return value
+
+
+# --- schema descriptions (retrieve.graph_state hashes them) ---------------------------------
+
+# Fields of a listed index or constraint that change without any write.
+VOLATILE_FIELDS = frozenset(
+    {"id", "state", "populationPercent", "lastRead", "readCount", "count", "size", "compacting"}
+)
+
+
+def _stable(row: Any) -> Any:
+    if isinstance(row, dict):
+        return {k: _stable(v) for k, v in sorted(row.items()) if k not in VOLATILE_FIELDS}
+    if isinstance(row, list):
+        return [_stable(v) for v in row]
+    return row
+
+
+def sorted_rows(rows: list[dict]) -> list[Any]:
+    """Rows without their volatile fields, in a fixed order (the server's order is not)."""
+    stable = [_stable(r) for r in rows]
+    return sorted(stable, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def listing(run: Any, statement: str) -> Any:
+    """`sorted_rows` of `statement`; a statement this server refuses is refused every time,
+    so say so, deterministically."""
+    try:
+        return sorted_rows(run(statement))
+    except GraphQueryError as exc:
+        return {"refused": statement, "by": type(exc).__name__}

@@ -1,48 +1,98 @@
-"""Memgraph over Bolt: production (`memgraph/memgraph-mage`, DESIGN.md section 5).
+"""Memgraph over Bolt: production (`memgraph/memgraph-mage`, pinned in docker-compose.yml).
 
-Differences from ArcadeDB handled here:
-- one database per instance on community (multi-database is Enterprise-only), so the
-  project's default database name maps to Memgraph's default and is not sent;
-- wipe = batched DETACH DELETE (DROP GRAPH needs IN_MEMORY_ANALYTICAL mode), then every
-  index, constraint and trigger listed by SHOW INDEX INFO / SHOW CONSTRAINT INFO / SHOW
-  TRIGGERS is dropped;
-- "empty" = no node, relationship, index, constraint or trigger: the inventory counts nodes
-  and relationships by scanning, and names every row of those three SHOW queries. Their
-  columns, read from Memgraph's source (`src/query/interpreter.cpp`, not run here: no Memgraph
-  on our machines): SHOW INDEX INFO `index type, label, property, count` (`property` a list
-  since composite indexes, NULL for label and edge-type indexes; text indexes
-  `label_text (name: x)` / `edge-type_text (name: x)` since 3.6, `text (name: x)` before;
-  vector indexes `label+property_vector`; global edge indexes `edge-property` with a NULL
-  label), SHOW CONSTRAINT INFO `constraint type, label, properties, data_type` (`exists`,
-  `unique` with a list of properties, `data_type`), SHOW TRIGGERS `trigger name, statement,
-  event type, phase, owner`;
-- `CREATE INDEX ON :Label(prop)` (works on every version) and `CREATE TEXT INDEX name ON
-  :Turn(text)`, searched with `text_search.search` (Tantivy syntax, `data.` prefix);
-- SHOW SCHEMA INFO (needs --schema-info-enabled=True) runs only in an auto-commit
-  transaction; without it we fall back to the portable scans;
+Memgraph cannot run where this was written (no Docker engine, no package): every statement and
+output shape below was read from Memgraph's source and tests (`memgraph/memgraph`) and docs
+(`memgraph/documentation`); the tests quote each source (eval_pipeline_tests/graph/
+test_memgraph_statements.py), and the conformance suite checks them against a live server
+wherever one exists (EVAL_TEST_MEMGRAPH_URI). What differs by release is decided once per
+server from `SHOW VERSION` (`on_connect`):
+
+- supported: 3.5 and later (`CREATE TEXT INDEX` exists from 3.5; before 3.6 it also needs
+  `--experimental-enabled=text-search`); an older server is refused with one line;
+- `text_search.search`: two arguments (index, query) yielding `node` only up to 3.5 (a rank
+  stands in for the score: hits come back best first); from 3.6 an Int limit as third
+  argument and a `score` column; from 3.11 a config map (`{limit: n}`) instead;
+- `SHOW INDEX INFO` (`index type, label, property, count`): text indexes are
+  `label_text (name: x)` / `edge-type_text (name: x)` from 3.6 and `text (name: x)` before;
+  vector indexes `label+property_vector` / `edge-type+property_vector`;
+- `CREATE TEXT INDEX name ON :Label(prop)` from 3.6; before that `ON :Label` (every text
+  property; the query's `data.<prop>:` prefix still picks the field);
+- storage mode from `SHOW STORAGE INFO` (`storage info, value`, key `storage_mode`): in
+  `IN_MEMORY_ANALYTICAL` there are no transactions, so reconciliation (one transaction per
+  session) is refused there (`require_transactions`);
+- one database per instance on community (multi-database is Enterprise-only): the project's
+  default database name maps to Memgraph's default and is not sent;
+- wipe = triggers dropped first, batched DETACH DELETE (DROP GRAPH needs analytical mode),
+  then every index and constraint SHOW INDEX INFO / SHOW CONSTRAINT INFO list;
+- "empty" = no node, relationship, index, constraint or trigger (the SHOW queries run only in
+  auto-commit transactions);
+- agent reads carry `QUERY MEMORY LIMIT n MB` (`bound_read`), and a read still running at its
+  timeout is terminated (`SHOW TRANSACTIONS`, `TERMINATE TRANSACTIONS 'id'`); the server's
+  own `--query-execution-timeout-sec` and `--memory-limit` (docker-compose.yml) are the
+  backstop;
+- SHOW SCHEMA INFO (needs --schema-info-enabled=True) runs only in auto-commit; without it the
+  portable scans answer;
 - maps and nested lists are valid property values: no encoding needed.
 
-The statement builders are plain functions so they can be tested without a server.
+The statement builders are plain functions (and a dialect made with a `version`) so they are
+tested without a server.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from eval_pipeline.graph import schema
-from eval_pipeline.graph.dialects.base import Dialect, Inventory, quote_name
+from eval_pipeline.graph.dialects.base import Dialect, Inventory, TextIndex, listing, quote_name
 from eval_pipeline.graph.errors import GraphError, GraphQueryError
 
 if TYPE_CHECKING:
     from eval_pipeline.graph.store import GraphStore
 
+log = logging.getLogger(__name__)
+
 TEXT_INDEX_NAME = "turn_text"
 # Names that mean "the default database" here: community edition has no other.
 DEFAULT_DATABASE_NAMES = frozenset({"", "eval", "memgraph"})
-_TANTIVY_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
+
+Version = tuple[int, int, int]
+MIN_VERSION: Version = (3, 5, 0)
+PINNED_VERSION: Version = (3, 10, 1)  # docker-compose.yml, the CI workflow and the docs
+TEXT_SEARCH_SCORE_SINCE: Version = (3, 6, 0)  # score column, Int limit, label_text rows
+TEXT_SEARCH_CONFIG_SINCE: Version = (3, 11, 0)  # {limit: n} config map replaces the Int
+TEXT_INDEX_PROPERTIES_SINCE: Version = (3, 6, 0)
+ANALYTICAL = "IN_MEMORY_ANALYTICAL"
+# Per agent query (`QUERY MEMORY LIMIT`): well under docker-compose.yml's --memory-limit.
+READ_MEMORY_LIMIT_MB = 1024
+_MEMORY_CLAUSE = re.compile(r"\bQUERY\s+MEMORY\b", re.IGNORECASE)
+_TRANSACTION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_TEXT_KINDS = frozenset({"text", "label_text"})
+
+
+def parse_version(text: str) -> Version | None:
+    """(3, 10, 1) from SHOW VERSION's `version` ("3.10.1"; a suffix such as "-rc1" or
+    "+12~abc" is ignored); None for anything else."""
+    match = re.match(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?", str(text))
+    if not match:
+        return None
+    major, minor, patch = match.groups()
+    return int(major), int(minor), int(patch or 0)
+
+
+def version_text(version: Version) -> str:
+    return ".".join(str(v) for v in version)
+
+
+def storage_mode(rows: list[dict[str, Any]]) -> str | None:
+    """The `storage_mode` value among SHOW STORAGE INFO's rows (`storage info`, `value`)."""
+    for row in rows:
+        if row.get("storage info") == "storage_mode":
+            return str(row.get("value"))
+    return None
 
 
 def _props(value: Any) -> list[str]:
@@ -57,9 +107,59 @@ def create_index_statements(
     return [f"CREATE INDEX ON :{quote_name(label)}({quote_name(prop)})" for label, prop in pairs]
 
 
-def create_text_index_statement(name: str = TEXT_INDEX_NAME) -> str:
-    label, prop = schema.FULLTEXT_PROPERTY
-    return f"CREATE TEXT INDEX {quote_name(name)} ON :{quote_name(label)}({quote_name(prop)})"
+def reconcile_index_statements(indexes: Iterable[tuple[str, str, bool]]) -> list[str]:
+    """Memgraph has no IF NOT EXISTS here: an existing index or constraint is refused with
+    "already exists", which the caller takes for done."""
+    out: list[str] = []
+    for label, prop, unique in indexes:
+        out.append(f"CREATE INDEX ON :{quote_name(label)}({quote_name(prop)})")
+        if unique:
+            out.append(
+                f"CREATE CONSTRAINT ON (n:{quote_name(label)}) ASSERT n.{quote_name(prop)} "
+                "IS UNIQUE"
+            )
+    return out
+
+
+def text_index_name(label: str, prop: str) -> str:
+    """`turn_text` for turns (the name injection has always used), `<label>_<prop>` else."""
+    if (label, prop) == schema.FULLTEXT_PROPERTY:
+        return TEXT_INDEX_NAME
+    return f"{label.lower()}_{prop}"
+
+
+def create_text_index_statement(
+    name: str = TEXT_INDEX_NAME,
+    label: str | None = None,
+    prop: str | None = None,
+    version: Version = PINNED_VERSION,
+) -> str:
+    if label is None or prop is None:
+        label, prop = schema.FULLTEXT_PROPERTY
+    on = f":{quote_name(label)}"
+    if version >= TEXT_INDEX_PROPERTIES_SINCE:
+        on += f"({quote_name(prop)})"
+    return f"CREATE TEXT INDEX {quote_name(name)} ON {on}"
+
+
+def drop_text_index_statement(name: str) -> str:
+    return f"DROP TEXT INDEX {quote_name(name)}"
+
+
+def text_search_call(version: Version = PINNED_VERSION) -> str:
+    """The CALL clause yielding `node, score` for `$index`, `$query` (and `$fetch`) on a
+    server of `version`."""
+    if version >= TEXT_SEARCH_CONFIG_SINCE:
+        return "CALL text_search.search($index, $query, {limit: $fetch}) YIELD node, score"
+    if version >= TEXT_SEARCH_SCORE_SINCE:
+        return "CALL text_search.search($index, $query, $fetch) YIELD node, score"
+    # Two arguments and no score: the rank in the engine's (best-first) order stands in.
+    return (
+        "CALL text_search.search($index, $query) YIELD node\n"
+        "WITH collect(node) AS hits\n"
+        "UNWIND range(0, size(hits) - 1) AS rank\n"
+        "WITH hits[rank] AS node, 1.0 / (1 + rank) AS score"
+    )
 
 
 _NAMED_INDEX = re.compile(r"^(?P<kind>[\w+\-]+)\s*\(name:\s*(?P<name>[^)]+?)\s*\)")
@@ -67,7 +167,7 @@ _NAMED_INDEX = re.compile(r"^(?P<kind>[\w+\-]+)\s*\(name:\s*(?P<name>[^)]+?)\s*\
 
 def _index_kind(row: dict[str, Any]) -> tuple[str, str | None]:
     """(kind, name) of a SHOW INDEX INFO row: `label_text (name: x)` -> ("label_text", "x");
-    `label+property (DESC)` -> ("label+property", None)."""
+    `label+property` -> ("label+property", None)."""
     kind = str(row.get("index type", "")).strip()
     named = _NAMED_INDEX.match(kind)
     if named:
@@ -75,11 +175,22 @@ def _index_kind(row: dict[str, Any]) -> tuple[str, str | None]:
     return re.sub(r"\s*\(.*\)$", "", kind), None
 
 
+def text_indexes_from_rows(rows: list[dict[str, Any]]) -> list[TextIndex]:
+    """The text indexes on labels among SHOW INDEX INFO rows (`label_text (name: x)` since
+    3.6, `text (name: x)` before); `property` [] or NULL: every text property."""
+    found = []
+    for row in rows:
+        kind, name = _index_kind(row)
+        if name and kind in _TEXT_KINDS and row.get("label"):
+            found.append(TextIndex(name, str(row["label"]), tuple(_props(row.get("property")))))
+    return found
+
+
 def drop_index_statements(rows: list[dict[str, Any]]) -> list[str]:
     """DROP statements for the rows of SHOW INDEX INFO (columns `index type`, `label`,
-    `property`; text indexes name themselves: `label_text (name: x)` since 3.6, `text (name:
-    x)` before). A vector index row without a name cannot be dropped from here and is left
-    out (the pipeline never creates one)."""
+    `property`; text and vector indexes name themselves: `label_text (name: x)`). A vector
+    index row without a name cannot be dropped from here and is left out (the pipeline never
+    creates one)."""
     out: list[str] = []
     for row in rows:
         kind, name = _index_kind(row)
@@ -87,7 +198,9 @@ def drop_index_statements(rows: list[dict[str, Any]]) -> list[str]:
         props = _props(row.get("property"))
         cols = f"({', '.join(quote_name(p) for p in props)})" if props else ""
         if name and kind in {"text", "label_text", "edge-type_text"}:
-            out.append(f"DROP TEXT INDEX {quote_name(name)}")
+            out.append(drop_text_index_statement(name))
+        elif name and kind.startswith("edge-type") and "vector" in kind:
+            out.append(f"DROP VECTOR EDGE INDEX {quote_name(name)}")
         elif name and "vector" in kind:
             out.append(f"DROP VECTOR INDEX {quote_name(name)}")
         elif "vector" in kind:
@@ -176,11 +289,36 @@ def inventory_from_rows(
     )
 
 
-def tantivy_query(text: str) -> str:
-    """A plain keyword query on Turn.text, Tantivy operators escaped."""
-    _, prop = schema.FULLTEXT_PROPERTY
-    escaped = _TANTIVY_SPECIAL.sub(r"\\\1", text)
-    return f"data.{prop}:({escaped})"
+def bound_read(query: str, memory_mb: int = READ_MEMORY_LIMIT_MB) -> str:
+    """`query` with a per-query memory limit (`... QUERY MEMORY LIMIT n MB`, the grammar's
+    last clause of a Cypher query); one that sets its own is left as it is. On a line of its
+    own, so a trailing `//` comment cannot swallow it."""
+    text = query.rstrip().rstrip(";").rstrip()
+    if _MEMORY_CLAUSE.search(text):
+        return query
+    return f"{text}\nQUERY MEMORY LIMIT {int(memory_mb)} MB"
+
+
+def transactions_running(rows: list[dict[str, Any]], query: str) -> list[str]:
+    """Ids of the SHOW TRANSACTIONS rows (`username, transaction_id, query, metadata`; `query`
+    the transaction's statements, a list) running `query`."""
+    wanted = query.strip()
+    ids = []
+    for row in rows:
+        texts = row.get("query")
+        texts = texts if isinstance(texts, list) else [texts]
+        if any(str(t).strip() == wanted for t in texts if t is not None):
+            tid = str(row.get("transaction_id") or "")
+            if _TRANSACTION_ID.fullmatch(tid):
+                ids.append(tid)
+    return ids
+
+
+def terminate_statement(transaction_ids: list[str]) -> str:
+    for tid in transaction_ids:
+        if not _TRANSACTION_ID.fullmatch(tid):
+            raise GraphError(f"not a Memgraph transaction id: {tid!r}")
+    return "TERMINATE TRANSACTIONS " + ", ".join(f"'{tid}'" for tid in transaction_ids)
 
 
 def parse_schema_info(raw: str | dict[str, Any]) -> dict[str, list[str]]:
@@ -205,11 +343,74 @@ def parse_schema_info(raw: str | dict[str, Any]) -> dict[str, list[str]]:
 
 
 class MemgraphDialect(Dialect):
+    """`version` and `storage` are what `on_connect` read from the server; a dialect made
+    without a server plans for the pinned release (PINNED_VERSION)."""
+
     name = "memgraph"
-    fulltext_index_name = TEXT_INDEX_NAME
+
+    def __init__(self, version: Version | None = None, storage: str | None = None) -> None:
+        self.version = version
+        self.storage = storage
+
+    @property
+    def planned_version(self) -> Version:
+        return self.version or PINNED_VERSION
 
     def session_database(self, database: str | None) -> str | None:
         return None if (database or "") in DEFAULT_DATABASE_NAMES else database
+
+    # --- the server ---------------------------------------------------------------------
+
+    def on_connect(self, store: GraphStore) -> None:
+        if self.version is not None:
+            return
+        try:
+            rows = store.autocommit("SHOW VERSION")
+        except GraphQueryError as exc:
+            log.warning(
+                "SHOW VERSION refused at %s (%s): planning for %s",
+                store.where,
+                exc,
+                version_text(PINNED_VERSION),
+            )
+            return
+        raw = rows[0].get("version") if rows else None
+        version = parse_version(str(raw)) if raw is not None else None
+        if version is None:
+            log.warning(
+                "Memgraph at %s reports version %r: planning for %s",
+                store.where,
+                raw,
+                version_text(PINNED_VERSION),
+            )
+            return
+        if version < MIN_VERSION:
+            raise GraphError(
+                f"Memgraph {version_text(version)} at {store.where} is too old: eval_pipeline "
+                f"needs {version_text(MIN_VERSION)} or later (text indexes); it is tested "
+                f"against {version_text(PINNED_VERSION)}"
+            )
+        self.version = version
+        self.storage = self.read_storage_mode(store)
+
+    def read_storage_mode(self, store: GraphStore) -> str | None:
+        try:
+            return storage_mode(store.autocommit("SHOW STORAGE INFO"))
+        except GraphQueryError:
+            return None
+
+    def require_transactions(self, store: GraphStore, purpose: str) -> None:
+        # Read again: the mode can be switched at any time (STORAGE MODE ...).
+        mode = self.read_storage_mode(store)
+        self.storage = mode or self.storage
+        if mode == ANALYTICAL:
+            raise GraphError(
+                f"Memgraph at {store.where} runs in {ANALYTICAL}, which has no transactions: "
+                f"{purpose} writes each session in one transaction and would no longer be "
+                "all-or-nothing; run `STORAGE MODE IN_MEMORY_TRANSACTIONAL` there first"
+            )
+
+    # --- wipe, inventory, indexes -------------------------------------------------------
 
     def wipe(self, store: GraphStore) -> None:
         # Triggers first: one firing on our deletes could write (or refuse) while we wipe.
@@ -236,15 +437,78 @@ class MemgraphDialect(Dialect):
     def create_index_statements(self, pairs: Iterable[tuple[str, str]]) -> list[str]:
         return create_index_statements(pairs)
 
-    def create_fulltext_index(self, store: GraphStore) -> None:
-        store.autocommit(create_text_index_statement())
+    def reconcile_index_statements(self, indexes: Iterable[tuple[str, str, bool]]) -> list[str]:
+        return reconcile_index_statements(indexes)
 
-    def fulltext_search(self, query: str, limit: int) -> tuple[str, dict[str, Any]]:
-        cypher = (
-            "CALL text_search.search($index, $query, {limit: $limit}) YIELD node, score "
-            "RETURN node.turn_id AS turn_id, score ORDER BY score DESC LIMIT $limit"
+    # --- full-text ----------------------------------------------------------------------
+
+    def text_index_name(self, label: str, prop: str) -> str:
+        return text_index_name(label, prop)
+
+    def create_text_index(self, store: GraphStore, label: str, prop: str) -> None:
+        stmt = create_text_index_statement(
+            self.text_index_name(label, prop), label, prop, self.planned_version
         )
-        return cypher, {"index": TEXT_INDEX_NAME, "query": tantivy_query(query), "limit": limit}
+        try:
+            store.autocommit(stmt)
+        except GraphQueryError as exc:
+            if "already exists" not in str(exc).lower():
+                raise
+
+    def drop_text_index(self, store: GraphStore, label: str, prop: str) -> None:
+        name = self.text_index_name(label, prop)
+        if not any(i.name == name for i in self.text_indexes(store)):
+            return  # dropping a missing text index is an error there
+        store.autocommit(drop_text_index_statement(name))
+
+    def text_indexes(self, store: GraphStore) -> list[TextIndex]:
+        return text_indexes_from_rows(store.autocommit("SHOW INDEX INFO"))
+
+    def fulltext_call(self) -> str:
+        return text_search_call(self.planned_version)
+
+    def fulltext_query(self, prop: str, or_query: str) -> str:
+        return f"data.{prop}:({or_query})"
+
+    def fulltext_params(self, index: str, prop: str, or_query: str, fetch: int) -> dict[str, Any]:
+        params: dict[str, Any] = {"index": index, "query": self.fulltext_query(prop, or_query)}
+        if self.planned_version >= TEXT_SEARCH_SCORE_SINCE:
+            params["fetch"] = int(fetch)
+        return params
+
+    def fulltext_example(self, index: str, prop: str) -> str:
+        query = f"'data.{prop}:(word1 OR word2)'"
+        call = text_search_call(self.planned_version)
+        call = call.replace("$index", f"'{index}'").replace("$query", query)
+        call = call.replace("$fetch", "100")
+        return f"{call} RETURN node ORDER BY score DESC LIMIT 10"
+
+    # --- reads by agents ----------------------------------------------------------------
+
+    def bound_read(self, query: str) -> str:
+        return bound_read(query)
+
+    def cancel_query(self, store: GraphStore, query: str, submitted: float) -> list[str]:
+        ids = transactions_running(store.autocommit("SHOW TRANSACTIONS"), query)
+        if not ids:
+            return []
+        rows = store.autocommit(terminate_statement(ids))
+        killed = {str(r.get("transaction_id")): r.get("killed") for r in rows}
+        return [f"{tid} {'killed' if killed.get(tid) else 'not killed'}" for tid in ids]
+
+    def schema_state(self, store: GraphStore) -> dict[str, Any]:
+        """Indexes (without their changing `count`), constraints and triggers (SHOW ...:
+        auto-commit only)."""
+        autocommit = getattr(store, "autocommit", None)
+        if not callable(autocommit):
+            return {}
+        return {
+            "indexes": listing(autocommit, "SHOW INDEX INFO"),
+            "constraints": listing(autocommit, "SHOW CONSTRAINT INFO"),
+            "triggers": listing(autocommit, "SHOW TRIGGERS"),
+        }
+
+    # --- introspection ------------------------------------------------------------------
 
     def _schema_info(self, store: GraphStore) -> dict[str, list[str]] | None:
         try:

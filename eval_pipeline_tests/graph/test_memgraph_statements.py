@@ -1,0 +1,507 @@
+"""Every statement the Memgraph dialect sends, and every answer shape it reads, without a server.
+
+No Memgraph runs here (no Docker engine, no package), so each fixture row below quotes where
+its shape was read. The stored copies of `memgraph/memgraph` used here are not mapped to
+release tags by the index that served them: where a shape is tied to a release it is dated by
+the pull request or documentation change that introduced it, and the conformance suite
+(`-m conformance` with EVAL_TEST_MEMGRAPH_URI) checks it against a live 3.10.1.
+
+Sources (repository, file, version read):
+[TS-2a] memgraph/memgraph query_modules/text_search_module.cpp
+        @ fc0a71f3d593b3d433cf16052a712bd2f57d47fc (2024):
+        search(index_name :: String, search_query :: String) -> (node :: Node).
+[TS-2b] same file @ 0cb9d80c42d2f3138e6b7265136b96edc60629e8: search, regex_search, search_all,
+        aggregate; two parameters, `node` only.
+[TS-3]  memgraph/memgraph PR #3264 (merged 2025-09-11): "adds a relevance score to the output
+        of text search queries, introduces a limit option as an input parameter"; documented by
+        memgraph/documentation PR #1422 (2025-10-07, release 3.6: "Text search is no longer an
+        experimental feature as of Memgraph version 3.6").
+[TS-4]  same file, stored copies dated 2026 (index ids 56274240894, 55715240571): a third
+        parameter `config` of type Map, default {}, keys limit / fuzzy_distance / fuzzy_prefix /
+        fuzzy_transpositions; returns node and score (Double). memgraph/documentation PR #1666
+        (2026-06-17, for memgraph#4191): "limit was previously a positional argument and is now
+        a key inside the config map" (release 3.11).
+[IDX]   memgraph/memgraph tests/e2e/durability/durability_with_text_index.py (stored copy dated
+        2025, index id 70766661126) and tests/gql_behave text search features (ids 9070898804,
+        51811331616): SHOW INDEX INFO header `index type | label | property | count`, rows
+        ("label_text (name: document_index)", "Document", [], 2) and
+        ("edge-type_text (name: relation_index)", "RELATES_TO", ["title", "content"], 1);
+        `CREATE TEXT INDEX document_index ON :Document`, `CREATE TEXT EDGE INDEX relation_index
+        ON :RELATES_TO(title, content)`, `DROP TEXT INDEX exampleEdgeIndex`.
+[DROP]  memgraph/memgraph e2e high-availability cleanup helper (index id 51771475968): the DROP
+        statement per SHOW INDEX INFO `index type` (label, label+property, edge-type,
+        edge-type+property, edge-property -> DROP GLOBAL EDGE INDEX ON :(p), point,
+        label_text / edge-type_text -> DROP TEXT INDEX, label+property_vector (name: x) ->
+        DROP VECTOR INDEX x, edge-type+property_vector (name: x) -> DROP VECTOR EDGE INDEX x).
+[INTERP] memgraph/memgraph src/query/interpreter.cpp @ e05585207854537f40309a9587e2a76992516341:
+        SHOW VERSION header {"version"}; SHOW STORAGE INFO header {"storage info", "value"} with
+        a ("storage_mode", ...) row; SHOW CONSTRAINT INFO {"constraint type", "label",
+        "properties"} (exists: one property name; unique: a list); SHOW TRIGGERS {"trigger name",
+        "statement", "event type", "phase", "owner"}; SHOW TRANSACTIONS {"username",
+        "transaction_id", "query", "metadata"} (transaction_id the decimal id as a string, query
+        the list of the transaction's statements); TERMINATE TRANSACTIONS {"transaction_id",
+        "killed"}; all of them refused inside an explicit transaction.
+[TRIG]  memgraph/memgraph e2e trigger privilege test (index id 48108609462): newer SHOW TRIGGERS
+        add a "privilege context" column.
+[G4]    memgraph/memgraph src/query/frontend/opencypher/grammar/MemgraphCypher.g4
+        @ 722144d824e77bc5e1becb97765e3f2faeeae721: cypherQuery : ( indexHints )? singleQuery
+        ( cypherUnion )* ( queryMemoryLimit )? ; terminateTransactions : TERMINATE TRANSACTIONS
+        transactionIdList (literals); storageModeQuery; versionQuery : SHOW VERSION. Cypher.g4
+        (index id 5717815387): memoryLimit : MEMORY ( UNLIMITED | LIMIT literal ( MB | KB ) ) ;
+        queryMemoryLimit : QUERY memoryLimit.
+[GQLA]  memgraph/gqlalchemy gqlalchemy/vendors/memgraph.py: the storage mode is the `value` of
+        the SHOW STORAGE INFO row whose `storage info` is "storage_mode" (IN_MEMORY_TRANSACTIONAL,
+        IN_MEMORY_ANALYTICAL, ON_DISK_TRANSACTIONAL); TERMINATE TRANSACTIONS 'id', ...
+[MIG]   a third-party Memgraph upgrade note (index id 23692309380), corroboration only: "v3.6.0
+        Text indexes: text -> label_text or edge-type_text"; "v3.4.0 Vector indexes: vector ->
+        label+property_vector".
+[CONS]  memgraph/documentation constraint pages (index ids 49508641093, 48985768203): SHOW
+        CONSTRAINT INFO rows `unique | Employee | email`, `exists | Employee | first_name`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from eval_pipeline.graph import schema
+from eval_pipeline.graph.dialects import memgraph as mg
+from eval_pipeline.graph.dialects.base import KEPT_LABELS, Inventory, TextIndex
+from eval_pipeline.graph.errors import GraphError, GraphQueryError
+from eval_pipeline.retrieve import fulltext_queries as ftq
+from eval_pipeline.retrieve.readonly_guard import check_read_only
+
+V35, V36, V310, V311 = (3, 5, 0), (3, 6, 0), (3, 10, 1), (3, 11, 0)
+
+# [IDX] rows, verbatim (tuples turned into the driver's dicts by the header).
+IDX_HEADER = ("index type", "label", "property", "count")
+IDX_TEXT_ROWS = [
+    dict(zip(IDX_HEADER, ("label_text (name: document_index)", "Document", [], 2), strict=True)),
+    dict(
+        zip(
+            IDX_HEADER,
+            ("edge-type_text (name: relation_index)", "RELATES_TO", ["title", "content"], 1),
+            strict=True,
+        )
+    ),
+]
+# [INTERP] SHOW CONSTRAINT INFO, with the values of [CONS].
+CONS_ROWS = [
+    {"constraint type": "exists", "label": "Employee", "properties": "first_name"},
+    {"constraint type": "unique", "label": "Employee", "properties": ["email"]},
+]
+# [INTERP] + [TRIG]: SHOW TRIGGERS, one row (the statement is [INTERP]'s trigger example form).
+TRIGGER_ROWS = [
+    {
+        "trigger name": "audit",
+        "statement": "UNWIND createdVertices AS v SET v.seen = true",
+        "privilege context": "INVOKER",
+        "event type": "() CREATE",
+        "phase": "AFTER COMMIT",
+        "owner": None,
+    }
+]
+
+
+# --- version and storage mode ---------------------------------------------------------------
+
+
+class FakeMemgraph:
+    """Answers auto-commit statements with canned rows (headers as [INTERP] gives them) and
+    records what it was sent; `read` answers the portable scans with nothing."""
+
+    where = "bolt://memgraph:7687 (database memgraph)"
+
+    def __init__(self, answers: dict[str, list[dict[str, Any]]] | None = None) -> None:
+        self.answers = {
+            "SHOW VERSION": [{"version": "3.10.1"}],
+            "SHOW STORAGE INFO": [
+                {"storage info": "vertex_count", "value": 0},
+                {"storage info": "storage_mode", "value": "IN_MEMORY_TRANSACTIONAL"},
+            ],
+            "SHOW INDEX INFO": [],
+            "SHOW CONSTRAINT INFO": [],
+            "SHOW TRIGGERS": [],
+            **(answers or {}),
+        }
+        self.sent: list[str] = []
+
+    def autocommit(self, query: str, params: Any = None) -> list[dict]:
+        self.sent.append(query)
+        if query.startswith("TERMINATE TRANSACTIONS"):
+            ids = [
+                part.strip(" '") for part in query.removeprefix("TERMINATE TRANSACTIONS").split(",")
+            ]
+            return [{"transaction_id": tid, "killed": True} for tid in ids]
+        return [dict(r) for r in self.answers.get(query, [])]
+
+    def read(self, query: str, params: Any = None, **kw: Any) -> list[dict]:
+        assert not query.lstrip().upper().startswith("SHOW"), "SHOW runs only in auto-commit"
+        if "count(n)" in query:
+            return [{"n": 0}]
+        return []
+
+    def write(self, query: str, params: Any = None) -> list[dict]:
+        self.sent.append(query)
+        return [{"deleted": 0}]
+
+    def driver_agent(self) -> str:
+        return "Memgraph/3.10.1"
+
+
+@pytest.mark.parametrize(
+    ("raw", "parsed"),
+    [("3.10.1", (3, 10, 1)), ("3.5.2", (3, 5, 2)), ("3.11.0-rc1", (3, 11, 0)), ("v3.6", (3, 6, 0))],
+)
+def test_version_strings(raw: str, parsed: tuple[int, int, int]) -> None:
+    # [INTERP]: one column, `version`, the server's gflags version string.
+    assert mg.parse_version(raw) == parsed
+    assert mg.parse_version("unknown") is None
+
+
+def test_show_version_is_read_once_and_old_releases_are_refused() -> None:
+    store = FakeMemgraph()
+    dialect = mg.MemgraphDialect()
+    dialect.on_connect(store)  # type: ignore[arg-type]
+    dialect.on_connect(store)  # type: ignore[arg-type]
+    assert store.sent.count("SHOW VERSION") == 1
+    assert (dialect.version, dialect.storage) == ((3, 10, 1), "IN_MEMORY_TRANSACTIONAL")
+
+    old = FakeMemgraph({"SHOW VERSION": [{"version": "3.4.0"}]})
+    with pytest.raises(GraphError, match=r"Memgraph 3\.4\.0 at .* needs 3\.5\.0 or later") as info:
+        mg.MemgraphDialect().on_connect(old)  # type: ignore[arg-type]
+    assert "\n" not in str(info.value)
+
+
+def test_reconcile_is_refused_in_analytical_mode() -> None:
+    # [INTERP] + [GQLA]: the ("storage_mode", "IN_MEMORY_ANALYTICAL") row of SHOW STORAGE INFO.
+    analytical = FakeMemgraph(
+        {"SHOW STORAGE INFO": [{"storage info": "storage_mode", "value": "IN_MEMORY_ANALYTICAL"}]}
+    )
+    with pytest.raises(GraphError, match="IN_MEMORY_ANALYTICAL, which has no transactions"):
+        mg.MemgraphDialect(V310).require_transactions(analytical, "reconciliation")  # type: ignore[arg-type]
+    mg.MemgraphDialect(V310).require_transactions(FakeMemgraph(), "reconciliation")  # type: ignore[arg-type]
+
+
+def test_reconcile_schema_refuses_analytical_mode_before_any_ddl() -> None:
+    from eval_pipeline.reconcile.indexes import ensure_reconcile_schema
+
+    class Store(FakeMemgraph):
+        dialect = mg.MemgraphDialect(V310)
+
+    store = Store(
+        {"SHOW STORAGE INFO": [{"storage info": "storage_mode", "value": "IN_MEMORY_ANALYTICAL"}]}
+    )
+    with pytest.raises(GraphError, match="IN_MEMORY_ANALYTICAL"):
+        ensure_reconcile_schema(store)
+    assert not [q for q in store.sent if q.startswith("CREATE")]
+
+
+# --- text search, by release ----------------------------------------------------------------
+
+
+def test_text_search_call_per_release() -> None:
+    # 3.5: [TS-2a]/[TS-2b] two String parameters, `node` only: a rank stands in for the score.
+    v35 = mg.text_search_call(V35)
+    assert v35.startswith("CALL text_search.search($index, $query) YIELD node\n")
+    assert "score" not in v35.split("\n")[0] and v35.endswith("1.0 / (1 + rank) AS score")
+    # 3.6-3.10: [TS-3] a positional Int limit and a `score` column.
+    assert (
+        mg.text_search_call(V36)
+        == mg.text_search_call(V310)
+        == ("CALL text_search.search($index, $query, $fetch) YIELD node, score")
+    )
+    # 3.11+: [TS-4] the limit moves into the config map.
+    assert mg.text_search_call(V311) == (
+        "CALL text_search.search($index, $query, {limit: $fetch}) YIELD node, score"
+    )
+    # Without a server the plan is the pinned release's.
+    assert mg.MemgraphDialect().fulltext_call() == mg.text_search_call(mg.PINNED_VERSION)
+
+
+@pytest.mark.parametrize("version", [V35, V310, V311])
+def test_turn_search_statement_and_params(version: tuple[int, int, int]) -> None:
+    dialect = mg.MemgraphDialect(version)
+    cypher, params = dialect.fulltext_search("pizza OR rome", 5)
+    assert cypher.startswith(mg.text_search_call(version))
+    assert cypher.endswith("RETURN node.turn_id AS turn_id, score ORDER BY score DESC LIMIT $limit")
+    # Tantivy field syntax (`data.<prop>:`), the query already escaped: not escaped again.
+    expected = {"index": "turn_text", "query": "data.text:(pizza OR rome)", "limit": 5}
+    if version >= V36:
+        expected["fetch"] = 5
+    assert params == expected
+    check_read_only(cypher)
+
+
+@pytest.mark.parametrize("version", [V35, V310, V311])
+@pytest.mark.parametrize("source", ftq.SOURCE_KINDS, ids=ftq.KINDS)
+@pytest.mark.parametrize("scoped", [True, False])
+def test_retrieval_statements_per_release_pass_the_guard(version, source, scoped) -> None:
+    dialect = mg.MemgraphDialect(version)
+    statement = ftq.search_statement(dialect, source, scoped=scoped)
+    check_read_only(statement)
+    assert statement.startswith(mg.text_search_call(version))
+    params = ftq.search_params(
+        dialect, ftq.FulltextSource(source, "x_index"), "a OR b", 3, ["s"] if scoped else None
+    )
+    assert params["query"] == f"data.{source.text_property}:(a OR b)"
+    assert ("fetch" in params) is (version >= V36) and ("$fetch" in statement) is (version >= V36)
+
+
+def test_schema_description_example_is_the_release_call() -> None:
+    example = mg.MemgraphDialect(V310).fulltext_example("turn_text", "text")
+    assert example == (
+        "CALL text_search.search('turn_text', 'data.text:(word1 OR word2)', 100) "
+        "YIELD node, score RETURN node ORDER BY score DESC LIMIT 10"
+    )
+    check_read_only(example)
+
+
+# --- index DDL and discovery ----------------------------------------------------------------
+
+
+def test_index_statements() -> None:
+    # [IDX]/[DROP]: `CREATE INDEX ON :L(p)` pairs with `DROP INDEX ON :L(p)`.
+    assert mg.create_index_statements() == [
+        "CREATE INDEX ON :`Session`(`session_id`)",
+        "CREATE INDEX ON :`Turn`(`turn_id`)",
+        "CREATE INDEX ON :`Question`(`question_id`)",
+    ]
+    # [CONS]: `CREATE CONSTRAINT ON (n:Employee) ASSERT n.email IS UNIQUE`.
+    assert mg.reconcile_index_statements(
+        [("Entity", "key", True), ("Chunk", "chunk_id", False)]
+    ) == [
+        "CREATE INDEX ON :`Entity`(`key`)",
+        "CREATE CONSTRAINT ON (n:`Entity`) ASSERT n.`key` IS UNIQUE",
+        "CREATE INDEX ON :`Chunk`(`chunk_id`)",
+    ]
+
+
+def test_text_index_ddl_per_release() -> None:
+    # [IDX] (3.6+): `CREATE TEXT INDEX name ON :Label(props)`; the experimental-era docs
+    # (memgraph/documentation pages/querying/text-search.mdx
+    # @ 0e11406f977d5a11b0c3c824d696cf6730c81fff): `CREATE TEXT INDEX complianceDocuments
+    # ON :Report;` only.
+    assert mg.create_text_index_statement(version=V310) == (
+        "CREATE TEXT INDEX `turn_text` ON :`Turn`(`text`)"
+    )
+    assert mg.create_text_index_statement(version=V35) == "CREATE TEXT INDEX `turn_text` ON :`Turn`"
+    assert mg.create_text_index_statement("episode_summary", "Episode", "summary", V310) == (
+        "CREATE TEXT INDEX `episode_summary` ON :`Episode`(`summary`)"
+    )
+    assert mg.drop_text_index_statement("chunk_text") == "DROP TEXT INDEX `chunk_text`"
+    d = mg.MemgraphDialect(V310)
+    assert [
+        d.text_index_name(*lp)
+        for lp in (("Turn", "text"), ("Chunk", "text"), ("Episode", "summary"))
+    ] == [
+        "turn_text",
+        "chunk_text",
+        "episode_summary",
+    ]
+
+
+def test_text_index_discovery_from_show_index_info() -> None:
+    # [IDX] rows, plus the pre-3.6 spelling `text (name: x)` ([MIG]); the property column of
+    # that older row is not documented anywhere read: NULL is an assumption (unverified).
+    pre_36 = {"index type": "text (name: turns_old)", "label": "Turn", "property": None, "count": 4}
+    found = mg.text_indexes_from_rows([*IDX_TEXT_ROWS, pre_36])
+    assert found == [
+        TextIndex("document_index", "Document", ()),
+        TextIndex("turns_old", "Turn", ()),
+    ]
+    # An edge-type text index is no source of nodes.
+    assert all(i.label != "RELATES_TO" for i in found)
+    sources = ftq.sources_from_indexes(
+        [TextIndex("turn_text", "Turn", ("text",)), TextIndex("fact_text", "Fact", ())]
+    )
+    assert [(s.source.kind, s.index) for s in sources] == [
+        ("turn", "turn_text"),
+        ("fact", "fact_text"),
+    ]
+
+
+def test_drop_index_statements_for_every_listed_kind() -> None:
+    # Row kinds and DROP forms as [DROP] maps them; label/property values are [IDX]'s where
+    # [IDX] has a row of that kind, the others stand in for any name.
+    rows = [
+        *IDX_TEXT_ROWS,
+        {"index type": "label", "label": "Document", "property": None, "count": 2},
+        {"index type": "label+property", "label": "Document", "property": ["title"], "count": 2},
+        {"index type": "edge-type", "label": "RELATES_TO", "property": None, "count": 1},
+        {
+            "index type": "edge-type+property",
+            "label": "RELATES_TO",
+            "property": ["title"],
+            "count": 1,
+        },
+        {"index type": "edge-property", "label": None, "property": ["title"], "count": 1},
+        {"index type": "point", "label": "Document", "property": ["loc"], "count": 0},
+        {
+            "index type": "label+property_vector (name: doc_vec)",
+            "label": "Document",
+            "property": ["emb"],
+            "count": 0,
+        },
+        {
+            "index type": "edge-type+property_vector (name: rel_vec)",
+            "label": "RELATES_TO",
+            "property": ["emb"],
+            "count": 0,
+        },
+    ]
+    assert mg.drop_index_statements(rows) == [
+        "DROP TEXT INDEX `document_index`",
+        "DROP TEXT INDEX `relation_index`",
+        "DROP INDEX ON :`Document`",
+        "DROP INDEX ON :`Document`(`title`)",
+        "DROP EDGE INDEX ON :`RELATES_TO`",
+        "DROP EDGE INDEX ON :`RELATES_TO`(`title`)",
+        "DROP GLOBAL EDGE INDEX ON :(`title`)",
+        "DROP POINT INDEX ON :`Document`(`loc`)",
+        "DROP VECTOR INDEX `doc_vec`",
+        "DROP VECTOR EDGE INDEX `rel_vec`",
+    ]
+
+
+def test_drop_constraint_statements() -> None:
+    # [CONS] forms: `... ASSERT exists (n.first_name)`, `... ASSERT n.email IS UNIQUE`.
+    assert mg.drop_constraint_statements(CONS_ROWS) == [
+        "DROP CONSTRAINT ON (n:`Employee`) ASSERT EXISTS (n.`first_name`)",
+        "DROP CONSTRAINT ON (n:`Employee`) ASSERT n.`email` IS UNIQUE",
+    ]
+
+
+# --- wipe and inventory ---------------------------------------------------------------------
+
+
+def test_inventory_names_every_index_constraint_and_trigger() -> None:
+    counted = Inventory(complete=False, nodes=2, labels={"Customer": 2})
+    inv = mg.inventory_from_rows(counted, IDX_TEXT_ROWS, CONS_ROWS, TRIGGER_ROWS)
+    assert inv.complete and inv.nodes == 2
+    assert inv.indexes == [
+        "edge-type_text (name: relation_index) :RELATES_TO(title, content)",
+        "label_text (name: document_index) :Document",
+    ]
+    assert inv.constraints == ["exists :Employee(first_name)", "unique :Employee(email)"]
+    assert inv.triggers == ["audit"]
+    # [IDX]'s `count` changes with the data: not a new index.
+    recounted = [{**r, "count": 99} for r in IDX_TEXT_ROWS]
+    assert (
+        mg.inventory_from_rows(counted, recounted, CONS_ROWS, TRIGGER_ROWS)
+        .added_since(inv)
+        .is_empty()
+    )
+
+
+def test_emptiness_ignores_only_our_lease_and_claim() -> None:
+    d = mg.MemgraphDialect(V310)
+
+    class Ours(FakeMemgraph):
+        def read(self, query: str, params: Any = None, **kw: Any) -> list[dict]:
+            if "UNWIND labels(n)" in query:
+                return [{"label": schema.LEASE, "n": 1}]
+            return super().read(query, params, **kw)
+
+    assert d.inventory(Ours()).without(KEPT_LABELS).is_empty()  # type: ignore[arg-type]
+    found = d.inventory(Ours({"SHOW TRIGGERS": TRIGGER_ROWS})).without(KEPT_LABELS)  # type: ignore[arg-type]
+    assert not found.is_empty() and found.describe() == "1 trigger (audit)"
+
+
+def test_wipe_drops_triggers_first_then_data_then_indexes() -> None:
+    fake = FakeMemgraph(
+        {
+            "SHOW TRIGGERS": TRIGGER_ROWS,
+            "SHOW INDEX INFO": IDX_TEXT_ROWS,
+            "SHOW CONSTRAINT INFO": CONS_ROWS,
+        }
+    )
+    mg.MemgraphDialect(V310).wipe(fake)  # type: ignore[arg-type]
+    assert fake.sent[:2] == ["SHOW TRIGGERS", "DROP TRIGGER `audit`"]
+    delete = next(q for q in fake.sent if "DETACH DELETE" in q)
+    assert f"NOT n:`{schema.LEASE}`" in delete and f"NOT n:`{schema.CLAIM}`" in delete
+    assert fake.sent.index(delete) < fake.sent.index("SHOW INDEX INFO")
+    assert fake.sent[-4:] == [
+        "DROP CONSTRAINT ON (n:`Employee`) ASSERT EXISTS (n.`first_name`)",
+        "DROP CONSTRAINT ON (n:`Employee`) ASSERT n.`email` IS UNIQUE",
+        "DROP TEXT INDEX `document_index`",
+        "DROP TEXT INDEX `relation_index`",
+    ]
+
+
+def test_drop_text_index_only_when_listed() -> None:
+    # Dropping a missing text index is an error there ([IDX]'s DROP scenario drops an
+    # existing one): the dialect looks first.
+    d = mg.MemgraphDialect(V310)
+    absent = FakeMemgraph()
+    d.drop_text_index(absent, "Chunk", "text")  # type: ignore[arg-type]
+    assert absent.sent == ["SHOW INDEX INFO"]
+    present = FakeMemgraph(
+        {
+            "SHOW INDEX INFO": [
+                {
+                    "index type": "label_text (name: chunk_text)",
+                    "label": "Chunk",
+                    "property": ["text"],
+                    "count": 3,
+                }
+            ]
+        }
+    )
+    d.drop_text_index(present, "Chunk", "text")  # type: ignore[arg-type]
+    assert present.sent[-1] == "DROP TEXT INDEX `chunk_text`"
+
+
+# --- agent reads: memory bound and termination ----------------------------------------------
+
+
+def test_agent_reads_carry_a_query_memory_limit() -> None:
+    # [G4]: `QUERY MEMORY LIMIT <literal> MB` ends a Cypher query (after any UNION).
+    bound = mg.bound_read("MATCH (t:Turn) RETURN t.text // the turns\n;")
+    assert bound == "MATCH (t:Turn) RETURN t.text // the turns\nQUERY MEMORY LIMIT 1024 MB"
+    own = "MATCH (n) RETURN n QUERY MEMORY LIMIT 10 MB"
+    assert mg.bound_read(own) == own
+    assert mg.MemgraphDialect().bound_read("RETURN 1") == "RETURN 1\nQUERY MEMORY LIMIT 1024 MB"
+
+
+def test_a_timed_out_read_is_terminated_by_transaction_id() -> None:
+    # [INTERP] SHOW TRANSACTIONS rows: username "", transaction_id as a decimal string, query
+    # the list of the transaction's statements, metadata a map.
+    sent = "MATCH (n) RETURN count(n) AS n\nQUERY MEMORY LIMIT 1024 MB"
+    rows = [
+        {"username": "", "transaction_id": "9", "query": [sent], "metadata": {}},
+        {"username": "", "transaction_id": "10", "query": ["SHOW TRANSACTIONS"], "metadata": {}},
+    ]
+    assert mg.transactions_running(rows, sent) == ["9"]
+    assert mg.terminate_statement(["9"]) == "TERMINATE TRANSACTIONS '9'"
+    with pytest.raises(GraphError, match="not a Memgraph transaction id"):
+        mg.terminate_statement(["9'; DROP"])
+    store = FakeMemgraph({"SHOW TRANSACTIONS": rows})
+    # [INTERP] TERMINATE TRANSACTIONS answers (transaction_id, killed) per id.
+    assert mg.MemgraphDialect(V310).cancel_query(store, sent, 0.0) == ["9 killed"]  # type: ignore[arg-type]
+    assert store.sent[-1] == "TERMINATE TRANSACTIONS '9'"
+
+
+def test_schema_state_leaves_out_counts_and_sees_triggers() -> None:
+    store = FakeMemgraph({"SHOW INDEX INFO": IDX_TEXT_ROWS})
+    d = mg.MemgraphDialect(V310)
+    before = d.schema_state(store)  # type: ignore[arg-type]
+    store.answers["SHOW INDEX INFO"] = [{**r, "count": 7} for r in IDX_TEXT_ROWS]
+    assert d.schema_state(store) == before  # type: ignore[arg-type]
+    store.answers["SHOW TRIGGERS"] = TRIGGER_ROWS
+    assert d.schema_state(store) != before  # type: ignore[arg-type]
+
+
+def test_refusals_are_query_errors_not_crashes() -> None:
+    class Refusing(FakeMemgraph):
+        def autocommit(self, query: str, params: Any = None) -> list[dict]:
+            raise GraphQueryError(f"refused: {query}")
+
+    d = mg.MemgraphDialect()
+    d.on_connect(Refusing())  # type: ignore[arg-type]  # SHOW VERSION refused: plan for the pin
+    assert d.version is None and d.planned_version == mg.PINNED_VERSION
+    assert d.schema_state(Refusing())["indexes"] == {  # type: ignore[arg-type]
+        "refused": "SHOW INDEX INFO",
+        "by": "GraphQueryError",
+    }
