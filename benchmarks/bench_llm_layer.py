@@ -27,7 +27,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy, RoleConfig
-from eval_pipeline.llm.wire_server import WireServerProcess
+from eval_pipeline_tests.wire_server import WireServerProcess
 
 MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
 

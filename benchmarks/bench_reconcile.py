@@ -30,7 +30,7 @@ from eval_pipeline.corpus.generate import generate
 from eval_pipeline.corpus.jsonl import write_jsonl
 from eval_pipeline.corpus.models import FixtureTurn, SessionFixture
 from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy, RoleConfig
-from eval_pipeline.llm.wire_server import WireServerProcess
+from eval_pipeline_tests.wire_server import WireServerProcess
 from eval_pipeline.reconcile import load_reconciler, reconcile_pending
 from eval_pipeline.reconcile.extractive import ExtractiveReconciler
 from eval_pipeline.reconcile.models import SessionInput, SessionTurn

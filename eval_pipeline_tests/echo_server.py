@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from eval_pipeline.llm.wire_server import RecordedRequest, ScriptedReply
+from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply
 from eval_pipeline_tests.reconcile import fake_model
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline.llm.wire_server import WireServer
+from eval_pipeline_tests.wire_server import WireServer
 from eval_pipeline.settings import REPO_DIR
 from eval_pipeline_tests.echo_server import echo
 

@@ -11,7 +11,6 @@ Modules, by what they hold:
   credentials     keys from the environment only; redaction of logs and errors
   deepeval_env    deepeval hardening and the Confident-upload refusal
   deepeval_adapter  DeepEvalBaseLLM on this layer (imports deepeval; not imported here)
-  wire_server     a local fake of both providers' HTTP APIs, for tests and benchmarks
 """
 
 from eval_pipeline.llm.accounting import RoleUsage, UsageSnapshot

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from eval_pipeline.llm import LLMLayer, LLMSettings, RoleConfig
-from eval_pipeline.llm.wire_server import WireServer
+from eval_pipeline_tests.wire_server import WireServer
 
 from .support import (
     ANTHROPIC_TEST_KEY,

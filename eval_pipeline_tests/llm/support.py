@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from eval_pipeline.llm import RetryPolicy
-from eval_pipeline.llm.wire_server import WireServer
+from eval_pipeline_tests.wire_server import WireServer
 
 # Distinctive values so a leak is easy to find with a substring search.
 OPENAI_TEST_KEY = "sk-test-openai-LEAKCANARY-0123456789"

@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent(
         return _connect(self, address)
     socket.socket.connect = connect
 
-    from eval_pipeline.llm.wire_server import WireServer
+    from eval_pipeline_tests.wire_server import WireServer
     from eval_pipeline.score.judges import judge_batch
     from eval_pipeline_tests.score.test_judges import _answers, _golden, _layer
     from pathlib import Path

@@ -111,7 +111,7 @@ def test_wire_server_process_serves_and_counts() -> None:
     import asyncio
 
     from eval_pipeline.llm import LLMLayer, RoleConfig
-    from eval_pipeline.llm.wire_server import WireServerProcess
+    from eval_pipeline_tests.wire_server import WireServerProcess
 
     with WireServerProcess(text="from the child") as server:
         role = RoleConfig(provider="openai", model="gpt-4o-mini", base_url=server.openai_base_url)

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from eval_pipeline.llm import LLMLayer, OfflineRoleError
 from eval_pipeline.llm.deepeval_adapter import LayerDeepEvalModel
-from eval_pipeline.llm.wire_server import RecordedRequest, ScriptedReply, WireServer
+from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
 
 from .conftest import MakeLayer
 

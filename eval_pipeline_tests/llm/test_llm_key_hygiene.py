@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from eval_pipeline.llm import LLMCallFailed
-from eval_pipeline.llm.wire_server import ScriptedReply, WireServer
+from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 
 from .conftest import MakeLayer
 from .support import ANTHROPIC_TEST_KEY, OPENAI_TEST_KEY

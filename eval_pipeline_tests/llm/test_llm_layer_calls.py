@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from eval_pipeline.llm import LLMCallFailed, LLMLayer, OfflineRoleError
-from eval_pipeline.llm.wire_server import ANTHROPIC_PATH, OPENAI_PATH, ScriptedReply, WireServer
+from eval_pipeline_tests.wire_server import ANTHROPIC_PATH, OPENAI_PATH, ScriptedReply, WireServer
 
 from .conftest import MakeLayer
 from .support import ANTHROPIC_TEST_KEY, GATEWAY_TEST_KEY, OPENAI_TEST_KEY

@@ -14,7 +14,7 @@ import pytest
 
 from eval_pipeline.llm import LLMCacheError, LLMError, LLMLayer
 from eval_pipeline.llm.cache import ResponseCache
-from eval_pipeline.llm.wire_server import ScriptedReply, WireServer
+from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 
 from .conftest import MakeLayer
 

@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from eval_pipeline.llm import LLMCallFailed, LLMLayer, StructuredOutputInvalid
-from eval_pipeline.llm.wire_server import ScriptedReply, WireServer
+from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 
 from .conftest import MakeLayer
 

@@ -12,7 +12,7 @@ import pytest
 from eval_pipeline.graph.inject import inject_fixtures
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy, RoleConfig
-from eval_pipeline.llm.wire_server import WireServer
+from eval_pipeline_tests.wire_server import WireServer
 from eval_pipeline_tests.graph import conftest as graph_stage
 
 from .fake_model import respond

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 
-from eval_pipeline.llm.wire_server import RecordedRequest, ScriptedReply
+from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply
 from eval_pipeline.reconcile.entity_rules import find_entities
 
 _LINE = re.compile(r"^\[(t\d+)\] (\w+): (.*)$")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy, RoleConfig
-from eval_pipeline.llm.wire_server import WireServer
+from eval_pipeline_tests.wire_server import WireServer
 
 TEST_KEY = "sk-test-retrieval-0123456789"
 FAST_RETRY = RetryPolicy(backoff_base_s=0.001, backoff_max_s=0.01, jitter=False)

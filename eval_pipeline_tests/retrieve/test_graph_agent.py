@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from eval_pipeline.llm.wire_server import ScriptedReply, WireServer
+from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 from eval_pipeline.retrieve.graph_agent import GraphAgentRetriever, row_item, row_sessions
 from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.guarded_read import REJECTED_PREFIX

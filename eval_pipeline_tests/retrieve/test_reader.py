@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval_pipeline.llm.wire_server import ScriptedReply, WireServer
+from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 from eval_pipeline.retrieve.reader import (
     ABSTENTION,
     EXTRACTIVE_LABEL,

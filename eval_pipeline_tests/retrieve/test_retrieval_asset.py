@@ -103,7 +103,7 @@ def test_graph_agent_and_llm_reader_through_the_asset(tmp_path, fixture_store, m
     once then finishes, the reader answers; usage lands in the metadata, the graph is intact."""
     import json
 
-    from eval_pipeline.llm.wire_server import ScriptedReply, WireServer
+    from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
     from eval_pipeline_tests.retrieve.support import TEST_KEY
 
     query = (

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy
-from eval_pipeline.llm.wire_server import RecordedRequest, ScriptedReply, WireServer
+from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
 from eval_pipeline.retrieve.results import QuestionRetrieval, RetrievedItem
 from eval_pipeline.score.judges import judge_batch, judge_instruction, prompt_hash
 from eval_pipeline.score.scorer import score_question

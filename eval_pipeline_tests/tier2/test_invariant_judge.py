@@ -11,7 +11,7 @@ import pytest
 
 from eval_pipeline.corpus.judge_labels import invariant_items, load_labels
 from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy
-from eval_pipeline.llm.wire_server import RecordedRequest, ScriptedReply, WireServer
+from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
 from eval_pipeline.score.agreement import VerdictRecord, compute_agreement
 from eval_pipeline.tier2 import load_tier2, load_universe
 from eval_pipeline.tier2.invariant_judge import (

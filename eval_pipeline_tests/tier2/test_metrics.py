@@ -8,7 +8,7 @@ import json
 import pytest
 
 from eval_pipeline.llm import LLMCallFailed, LLMLayer, LLMSettings, RetryPolicy
-from eval_pipeline.llm.wire_server import RecordedRequest, ScriptedReply, WireServer
+from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
 from eval_pipeline.retrieve.results import QuestionRetrieval, RetrievedItem
 from eval_pipeline.tier2.metrics import (
     CriteriaVerdicts,

@@ -7,7 +7,7 @@ order, then an optional responder function, then a plain success. It records eve
 the number of requests and the largest number in flight at once.
 
 In-process (`WireServer`) suits tests, which inspect requests directly. For benchmarks,
-`WireServerProcess` runs it in a child process (`python -m eval_pipeline.llm.wire_server`), so
+`WireServerProcess` runs it in a child process (`python -m eval_pipeline_tests.wire_server`), so
 the server's threads do not compete with the client for the GIL; counts come from
 `GET /_stats` there.
 """
@@ -305,7 +305,7 @@ class WireServerProcess:
 
     def __enter__(self) -> WireServerProcess:
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "eval_pipeline.llm.wire_server", *self._args],
+            [sys.executable, "-m", "eval_pipeline_tests.wire_server", *self._args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
