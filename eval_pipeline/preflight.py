@@ -70,9 +70,23 @@ def check_model_roles(specs: dict[str, str]) -> None:
         if (spec or "offline").strip() == "offline":
             continue
         try:
-            LLMLayer(LLMSettings.from_specs({roles[option]: spec})).close()
+            settings = LLMSettings.from_specs({roles[option]: spec})
+            LLMLayer(settings).close()
+            config = settings.role(roles[option])
+            if config.provider == "local":
+                check_local_role(config.model)
         except (LLMError, ValueError) as exc:
             raise PreflightError(f"{option} {_safe(spec)}: {_failure_text(exc)}") from None
+
+
+def check_local_role(model: str | None) -> None:
+    """A `local` role can start: llama-cpp-python is installed and the weights are there
+    (hashed, so a corrupt catalogue file is refused now, not after the graph was built)."""
+    from eval_pipeline.llm.local_models import resolve
+    from eval_pipeline.llm.local_server import check_installed
+
+    check_installed()
+    resolve(model)
 
 
 def _safe(spec: str) -> str:

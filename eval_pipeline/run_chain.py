@@ -16,6 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from eval_pipeline.corpus.sampling import SampleSpec
 from eval_pipeline.corpus.upstream import UpstreamSpec
+from eval_pipeline.graph.dialects import DIALECTS
+from eval_pipeline.llm.config import (
+    ROLE_OPTION_PREFIXES,
+    ROLE_SETTING_OPTIONS,
+    StructuredOutputMode,
+)
 
 
 class RunOptions(BaseModel):
@@ -48,6 +54,24 @@ class RunOptions(BaseModel):
     verbose: bool = False
     tier: str = Field(default="1", pattern="^(1|2|all)$")
     light: bool = False
+    # Per-role LLM settings (--judge-timeout, --reader-max-tokens, ...); None: the provider's
+    # default (for `local`: minutes of timeout, one request at a time, max_tokens per role).
+    reader_timeout: float | None = Field(default=None, gt=0)
+    reader_concurrency: int | None = Field(default=None, ge=1, le=1024)
+    reader_max_tokens: int | None = Field(default=None, ge=1)
+    reader_structured_output: StructuredOutputMode | None = None
+    judge_timeout: float | None = Field(default=None, gt=0)
+    judge_concurrency: int | None = Field(default=None, ge=1, le=1024)
+    judge_max_tokens: int | None = Field(default=None, ge=1)
+    judge_structured_output: StructuredOutputMode | None = None
+    retrieval_agent_timeout: float | None = Field(default=None, gt=0)
+    retrieval_agent_concurrency: int | None = Field(default=None, ge=1, le=1024)
+    retrieval_agent_max_tokens: int | None = Field(default=None, ge=1)
+    retrieval_agent_structured_output: StructuredOutputMode | None = None
+    reconciler_timeout: float | None = Field(default=None, gt=0)
+    reconciler_concurrency: int | None = Field(default=None, ge=1, le=1024)
+    reconciler_max_tokens: int | None = Field(default=None, ge=1)
+    reconciler_structured_output: StructuredOutputMode | None = None
 
     @field_validator("reader", "judge", "reconciler_model", "retrieval_agent")
     @classmethod
@@ -60,6 +84,16 @@ class RunOptions(BaseModel):
         except LLMConfigError as exc:
             raise ValueError(str(exc)) from None
         return value
+
+    def llm_roles(self) -> str:
+        """The per-role LLM settings as the resources take them (JSON, only those given)."""
+        roles: dict[str, dict[str, Any]] = {}
+        for role, prefix in ROLE_OPTION_PREFIXES.items():
+            for setting, suffix in ROLE_SETTING_OPTIONS.items():
+                value = getattr(self, f"{prefix}_{suffix}".replace("-", "_"))
+                if value is not None:
+                    roles.setdefault(role, {})[setting] = value
+        return json.dumps(roles, sort_keys=True)
 
 
 def chain_run_config(opts: RunOptions) -> dict[str, Any]:
@@ -78,20 +112,25 @@ def chain_run_config(opts: RunOptions) -> dict[str, Any]:
     graph: dict[str, Any] = {"backend": opts.backend, "lease_wait_s": opts.wait_for_graph}
     if opts.graph_uri:
         graph["uri"] = opts.graph_uri
-        graph["database"] = opts.graph_database or (
-            "memgraph" if opts.backend == "memgraph" else "eval"
-        )
+        graph["database"] = opts.graph_database or DIALECTS[opts.backend].default_database
         graph["http_url"] = opts.graph_http_url
         for field, env in (("user", "EVAL_GRAPH_USER"), ("password", "EVAL_GRAPH_PASSWORD")):
             if os.environ.get(env):
                 graph[field] = {"env": env}
     elif opts.graph_database:
         graph["database"] = opts.graph_database
+    llm_roles = opts.llm_roles()
     return {
         "resources": {
             "corpus": {"config": corpus},
             "graph": {"config": graph},
-            "reconcile": {"config": {"reconciler": opts.reconciler, "llm": opts.reconciler_model}},
+            "reconcile": {
+                "config": {
+                    "reconciler": opts.reconciler,
+                    "llm": opts.reconciler_model,
+                    "llm_roles": llm_roles,
+                }
+            },
             "retrieval": {
                 "config": {
                     "retriever": opts.retriever,
@@ -99,10 +138,16 @@ def chain_run_config(opts: RunOptions) -> dict[str, Any]:
                     "top_k": opts.top_k,
                     "reader": opts.reader,
                     "retrieval_agent": opts.retrieval_agent,
+                    "llm_roles": llm_roles,
                 }
             },
             "scoring": {
-                "config": {"judge": opts.judge, "runs_dir": opts.runs_dir, "label": opts.label}
+                "config": {
+                    "judge": opts.judge,
+                    "runs_dir": opts.runs_dir,
+                    "label": opts.label,
+                    "llm_roles": llm_roles,
+                }
             },
         },
         # Dagster's own console lines only with --verbose: the CLI prints a line per stage and
@@ -244,6 +289,21 @@ def _print_incomplete(outcome: RepeatOutcome) -> None:
 
 
 def run_chain(opts: RunOptions) -> int:
+    from eval_pipeline.llm import ensure_no_confident_upload
+    from eval_pipeline.llm.local_server import owned_servers
+    from eval_pipeline.preflight import preflight
+
+    # Refuse before anything runs, whatever the judge: deepeval would upload results.
+    ensure_no_confident_upload()
+    # Every option checked before any run is launched, so before the graph is wiped.
+    preflight(chain_resources(opts))
+    # A local model server this run starts is stopped at its end (one already running, e.g.
+    # from `eval-pipeline llm` or another run, is reused and left running).
+    with owned_servers():
+        return _run_chain(opts)
+
+
+def _run_chain(opts: RunOptions) -> int:
     import secrets
 
     from eval_pipeline.assets.graph_lease import run_finished
@@ -251,15 +311,8 @@ def run_chain(opts: RunOptions) -> int:
     from eval_pipeline.definitions import defs
     from eval_pipeline.graph.errors import ForeignDataError, GraphError
     from eval_pipeline.graph.lease import Lease, LeaseHeld, hold
-    from eval_pipeline.llm import ensure_no_confident_upload
     from eval_pipeline.ops.chain import run_stages
     from eval_pipeline.ops.tags import CHAIN_PARENT_TAG, LEASE_HOLDER_TAG, STAGE_JOB_NAME
-    from eval_pipeline.preflight import preflight
-
-    # Refuse before anything runs, whatever the judge: deepeval would upload results.
-    ensure_no_confident_upload()
-    # Every option checked before any run is launched, so before the graph is wiped.
-    preflight(chain_resources(opts))
 
     instance = local_instance()
     job = defs.resolve_job_def(STAGE_JOB_NAME)

@@ -5,6 +5,8 @@
 #   docker-compose  Debian's 1.29 Python implementation; validates docker-compose.yml with
 #                   `config -q` without a Docker engine (the compose v2 plugin needs none
 #                   either, but is not packaged in Debian).
+#   g++             compiles llama.cpp when pip builds llama-cpp-python from its sdist (the
+#                   `local` provider; cmake itself comes from PyPI as a build dependency).
 #   chromium        headless browser for `eval-pipeline ui-check` and its test (the Dagster
 #                   UI opened for real: asset graph and scored_run pages, screenshots).
 #
@@ -16,6 +18,7 @@ set -euo pipefail
 PACKAGES=(
   "docker-compose:docker-compose"
   "chromium:chromium"
+  "g++:g++"
 )
 
 missing=()

@@ -67,6 +67,8 @@ class RoleUsage(BaseModel):
     provider_requests: int = 0  # HTTP requests sent, retries and repairs included
     retries: int = 0
     repairs: int = 0
+    # calls whose server refused the structured-output mode, asked again in a lesser one
+    fallbacks: int = 0
     failures: int = 0  # calls that ended in LLMCallFailed (or LLMCacheError: kind "cache")
     failures_by_kind: dict[str, int] = {}
     input_tokens: int = 0
@@ -100,6 +102,7 @@ class _RoleCounters:
     provider_requests: int = 0
     retries: int = 0
     repairs: int = 0
+    fallbacks: int = 0
     failures: Counter[str] = field(default_factory=Counter)
     input_tokens: int = 0
     output_tokens: int = 0
@@ -143,6 +146,10 @@ class UsageLedger:
         with self._lock:
             self._counters[role].repairs += 1
 
+    def fallback(self, role: str) -> None:
+        with self._lock:
+            self._counters[role].fallbacks += 1
+
     def usage(self, role: str, input_tokens: int | None, output_tokens: int | None) -> None:
         with self._lock:
             counters = self._counters[role]
@@ -183,9 +190,11 @@ class UsageLedger:
 
     def _role_usage(self, name: str) -> RoleUsage:
         counters, config = self._counters[name], self._configs[name]
-        # Nothing sent means nothing spent, priced or not.
+        # A role never called spent nothing. A role that was called has a known cost only
+        # when its model is priced (and every request reported usage): a re-run answered
+        # wholly from the cache still reports null for an unpriced model, never 0.0.
         priced = self._prices[name] is not None and counters.cost_known
-        known = priced or counters.provider_requests == 0
+        known = priced or counters.calls == 0
         return RoleUsage(
             role=name,
             provider=config.provider,
@@ -197,6 +206,7 @@ class UsageLedger:
             provider_requests=counters.provider_requests,
             retries=counters.retries,
             repairs=counters.repairs,
+            fallbacks=counters.fallbacks,
             failures=sum(counters.failures.values()),
             failures_by_kind=dict(sorted(counters.failures.items())),
             input_tokens=counters.input_tokens,

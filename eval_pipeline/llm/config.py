@@ -11,6 +11,7 @@ pasted in the wrong field.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,9 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from eval_pipeline.llm.errors import LLMConfigError
 
-ProviderName = Literal["openai", "anthropic", "openai_compatible", "offline"]
+ProviderName = Literal["openai", "anthropic", "openai_compatible", "local", "offline"]
 RoleName = Literal["reconciler", "retrieval_agent", "reader", "judge"]
-StructuredOutputMode = Literal["json_schema", "prompt"]
+# json_schema: the provider's native schema option (llama.cpp compiles it into a grammar);
+# json_object: "some JSON object" mode; prompt: the schema in the prompt only. A server that
+# refuses a mode is asked again in the next one (see layer.py), each with one repair.
+StructuredOutputMode = Literal["json_schema", "json_object", "prompt"]
+STRUCTURED_OUTPUT_MODES: tuple[str, ...] = get_args(StructuredOutputMode)
 
 PROVIDER_NAMES: tuple[str, ...] = get_args(ProviderName)
 ROLE_NAMES: tuple[str, ...] = get_args(RoleName)
@@ -43,8 +48,33 @@ DEFAULT_KEY_ENVS: dict[str, str] = {
 DEFAULT_STRUCTURED_OUTPUT: dict[str, StructuredOutputMode] = {
     "openai": "json_schema",
     "openai_compatible": "json_schema",
+    "local": "json_schema",
     "anthropic": "prompt",
 }
+
+# The `local` provider runs a model on this machine's CPU, one request at a time: calls take
+# seconds to minutes, so its defaults differ (DESIGN.md section 6: "CPU models need timeouts
+# of minutes, not 60 s"). Any of them can be set per role from the CLI or --config.
+LOCAL_ROLE_DEFAULTS: dict[str, Any] = {
+    "timeout_s": 600.0,
+    "concurrency": 1,
+    "max_retries": 2,
+}
+# Output budgets sized per role (a small model writes until max_tokens when nothing stops it,
+# and a reply cut mid-JSON is useless): what each role's answer needs, with room to spare.
+LOCAL_ROLE_MAX_TOKENS: dict[str, int] = {
+    "judge": 512,
+    "reader": 256,
+    "retrieval_agent": 512,
+    "reconciler": 1024,
+}
+# Per-role settings a user may give (CLI `--ROLE-timeout` etc., or --config).
+ROLE_SETTING_FIELDS: tuple[str, ...] = (
+    "timeout_s",
+    "concurrency",
+    "max_tokens",
+    "structured_output",
+)
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
 
@@ -104,6 +134,8 @@ class RoleConfig(BaseModel):
     # whose current API version rejects sampling parameters. An explicit None: not sent.
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_tokens: int = Field(default=1024, ge=1)
+    # Stop sequences sent with every request of the role (None: the model's own end token).
+    stop: tuple[str, ...] | None = None
     timeout_s: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0, le=20)
     concurrency: int = Field(default=8, ge=1, le=1024)
@@ -117,8 +149,10 @@ class RoleConfig(BaseModel):
     @classmethod
     def _default_temperature(cls, data: Any) -> Any:
         if isinstance(data, dict) and "temperature" not in data:
-            if data.get("provider") in ("openai", "openai_compatible"):
+            if data.get("provider") in ("openai", "openai_compatible", "local"):
                 data = {**data, "temperature": 0.0}
+        if isinstance(data, dict) and data.get("provider") == "local":
+            data = {**LOCAL_ROLE_DEFAULTS, **data}
         return data
 
     @field_validator("base_url")
@@ -142,6 +176,18 @@ class RoleConfig(BaseModel):
         if self.provider == "offline":
             if self.model is not None or self.base_url is not None:
                 raise ValueError("the offline provider takes no model and no base_url")
+            return self
+        if self.provider == "local":
+            # The model is a catalogue name or a .gguf path; None: the default model. The
+            # server is ours, on loopback: no base_url, no key.
+            if self.base_url is not None or self.api_key_env is not None:
+                raise ValueError("the local provider takes no base_url and no api_key_env")
+            from eval_pipeline.llm.local_models import check_local_model_name
+
+            try:
+                check_local_model_name(self.model)
+            except LLMConfigError as exc:
+                raise ValueError(str(exc)) from None
             return self
         if not self.model or not self.model.strip():
             raise ValueError(f"provider {self.provider!r} needs a model")
@@ -175,8 +221,9 @@ class RoleConfig(BaseModel):
 
     @property
     def endpoint(self) -> str | None:
-        """The base URL the SDK will be pointed at (None when offline)."""
-        if self.is_offline:
+        """The base URL the SDK will be pointed at (None when offline, and for `local`, whose
+        server's port is chosen when it starts)."""
+        if self.is_offline or self.provider == "local":
             return None
         return self.base_url or DEFAULT_BASE_URLS[self.provider]
 
@@ -195,14 +242,19 @@ class RoleConfig(BaseModel):
         """The CLI form of this role's provider and model."""
         if self.is_offline:
             return "offline"
+        if self.provider == "local":
+            return f"local:{self.model}" if self.model else "local"
         text = f"{self.provider}:{self.model}"
         if self.base_url is not None:
             text += f"@{self.base_url}"
         return text
 
     def pins(self) -> dict[str, Any]:
-        """What decides a role's answers, for run pins (no key, no operational knobs)."""
-        return {
+        """What decides a role's answers, for run pins (no key, no operational knobs).
+
+        For `local`, also the weights' sha256 (the file's name is not its identity), the
+        server's version and the sampling settings the server applies."""
+        pins: dict[str, Any] = {
             "provider": self.provider,
             "model": self.model,
             "endpoint": self.endpoint,
@@ -210,6 +262,11 @@ class RoleConfig(BaseModel):
             "max_tokens": self.max_tokens,
             "structured_output": None if self.is_offline else self.structured_output_mode,
         }
+        if self.stop:
+            pins["stop"] = list(self.stop)
+        if self.provider == "local":
+            pins.update(local_pins(self.model))
+        return pins
 
 
 class RetryPolicy(BaseModel):
@@ -273,10 +330,12 @@ class LLMSettings(BaseModel):
         if unknown:
             raise LLMConfigError(f"unknown role(s) {unknown}; roles are {list(ROLE_NAMES)}")
         overrides = role_overrides or {}
-        roles = {
-            name: RoleConfig.from_spec(spec, **dict(overrides.get(name, {})))
-            for name, spec in specs.items()
-        }
+        roles = {}
+        for name, spec in specs.items():
+            fields = {k: v for k, v in dict(overrides.get(name, {})).items() if v is not None}
+            if parse_provider_spec(spec).provider == "local":
+                fields.setdefault("max_tokens", LOCAL_ROLE_MAX_TOKENS[name])
+            roles[name] = RoleConfig.from_spec(spec, **fields)
         return cls(roles=roles, **settings)
 
     def role(self, name: str) -> RoleConfig:
@@ -303,7 +362,7 @@ class ProviderSpec(BaseModel):
 
 
 _SPEC_HELP = (
-    "expected 'offline', 'openai:MODEL', 'anthropic:MODEL' or "
+    "expected 'offline', 'local', 'local:PATH.gguf', 'openai:MODEL', 'anthropic:MODEL' or "
     "'openai_compatible:MODEL@http://host:port/v1'"
 )
 # The model may itself contain ':' (Ollama tags such as llama3:8b) or '@', so the URL is
@@ -328,6 +387,17 @@ def parse_provider_spec(text: str) -> ProviderSpec:
             raise LLMConfigError("the offline provider takes no model: write just 'offline'")
         return ProviderSpec(provider="offline")
     rest = rest.strip()
+    if provider == "local":
+        # `local` (the default model), `local:NAME` (the catalogue) or `local:PATH.gguf`.
+        from eval_pipeline.llm.local_models import check_local_model_name
+
+        if _MODEL_AT_URL.match(rest):
+            raise LLMConfigError(
+                "the local provider starts its own server: give no URL (for a server you run, "
+                "use 'openai_compatible:MODEL@http://127.0.0.1:PORT/v1')"
+            )
+        check_local_model_name(rest or None)
+        return ProviderSpec(provider="local", model=rest or None)
     if not rest:
         raise LLMConfigError(f"provider {provider!r} needs a model; {_SPEC_HELP}")
     model, base_url = rest, None
@@ -350,3 +420,72 @@ def parse_provider_spec(text: str) -> ProviderSpec:
             f"openai_compatible needs a base URL: 'openai_compatible:{model}@http://host:port/v1'"
         )
     return ProviderSpec(provider=provider, model=model, base_url=base_url)  # type: ignore[arg-type]
+
+
+# The CLI options of each role's settings, e.g. --judge-timeout (RoleConfig field → suffix).
+ROLE_OPTION_PREFIXES: dict[str, str] = {
+    "reader": "reader",
+    "judge": "judge",
+    "retrieval_agent": "retrieval-agent",
+    "reconciler": "reconciler",
+}
+ROLE_SETTING_OPTIONS: dict[str, str] = {
+    "timeout_s": "timeout",
+    "concurrency": "concurrency",
+    "max_tokens": "max-tokens",
+    "structured_output": "structured-output",
+}
+
+
+def parse_role_settings(text: str | Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Per-role settings as the chain's resources carry them: a JSON object
+    `{role: {timeout_s, concurrency, max_tokens, structured_output}}` (None values dropped).
+    Each value is checked as RoleConfig would check it; LLMConfigError names the bad one."""
+    if text is None or text == "":
+        return {}
+    try:
+        data = json.loads(text) if isinstance(text, str) else dict(text)
+    except ValueError as exc:
+        raise LLMConfigError(f"LLM role settings are not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise LLMConfigError("LLM role settings must be a JSON object {role: {setting: value}}")
+    out: dict[str, dict[str, Any]] = {}
+    for role, values in data.items():
+        if role not in ROLE_NAMES:
+            raise LLMConfigError(f"LLM role settings: unknown role {role!r}")
+        if not isinstance(values, dict):
+            raise LLMConfigError(f"LLM role settings: {role}: expected an object")
+        kept = {k: v for k, v in values.items() if v is not None}
+        for key, value in kept.items():
+            if key not in ROLE_SETTING_FIELDS:
+                raise LLMConfigError(
+                    f"LLM role settings: {role}: unknown setting {key!r}; "
+                    f"settings are {list(ROLE_SETTING_FIELDS)}"
+                )
+            try:
+                RoleConfig.model_validate({"provider": "local", key: value})
+            except ValidationError as exc:
+                option = f"--{ROLE_OPTION_PREFIXES[role]}-{ROLE_SETTING_OPTIONS[key]}"
+                message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+                raise LLMConfigError(f"{option} {value!r}: {message}") from None
+        if kept:
+            out[role] = kept
+    return out
+
+
+def local_pins(model: str | None) -> dict[str, Any]:
+    """The local role's identity: weights sha256 and size, server version, sampling."""
+    from eval_pipeline.llm.local_models import resolve
+    from eval_pipeline.llm.local_server import sampling_pins, server_version
+
+    weights = resolve(model)
+    return {
+        "weights": {
+            "name": weights.name,
+            "sha256": weights.sha256,
+            "size": weights.size,
+            "catalogue": weights.catalogue,
+        },
+        "server": server_version(),
+        "sampling": sampling_pins(),
+    }

@@ -60,6 +60,7 @@ from eval_pipeline.llm.messages import (
 )
 from eval_pipeline.llm.providers import (
     ChatProvider,
+    SchemaModeRefused,
     classify_failure,
     is_provider_error,
     make_provider,
@@ -260,6 +261,8 @@ def _api_key_for(config: RoleConfig) -> str | None:
     if config.is_offline:
         return None
     env_name = config.key_env_name
+    if config.provider == "local":
+        return _NO_KEY_PLACEHOLDER  # the local server's own key is read when it starts
     if config.provider == "openai_compatible" and env_name is None:
         return _NO_KEY_PLACEHOLDER
     assert env_name is not None
@@ -274,6 +277,9 @@ class RoleClient:
         self.name = name
         self.config = config
         self.__api_key = api_key  # name-mangled and never in repr, logs or cache keys
+        # Structured-output modes this role's server refused (json_schema, json_object): later
+        # calls start at the first mode not refused, instead of paying a refusal each time.
+        self._refused_modes: set[str] = set()
 
     def __repr__(self) -> str:
         return f"RoleClient(role={self.name!r}, spec={self.config.spec!r})"
@@ -310,28 +316,12 @@ class RoleClient:
                 return completion
 
         sent = with_schema_instruction(chat, schema) if schema is not None else chat
-        replies = [await self._request(sent, schema)]
+        replies: list[ProviderReply] = []
         parsed: BaseModel | None = None
-        if schema is not None:
-            try:
-                parsed = parse_structured(schema, replies[-1].text)
-            except StructuredOutputError as first_error:
-                ledger.repair(self.name)
-                repair = repair_messages(sent, replies[-1].text, first_error)
-                replies.append(await self._request(repair, schema))
-                try:
-                    parsed = parse_structured(schema, replies[-1].text)
-                except StructuredOutputError as second_error:
-                    ledger.call_failed(self.name, "invalid_output")
-                    message = redact(
-                        f"{self.name}: {self.config.spec}: reply did not fit {schema.__name__} "
-                        f"after one repair: {second_error}"
-                    )
-                    log.warning("%s", message)
-                    raise StructuredOutputInvalid(
-                        message, role=self.name, kind="invalid_output", attempts=len(replies)
-                    ) from None
-
+        if schema is None:
+            replies.append(await self._request(sent, None))
+        else:
+            parsed = await self._structured(sent, schema, replies)
         final = replies[-1]
         latency = time.perf_counter() - started
         input_tokens = _sum_or_none(r.input_tokens for r in replies)
@@ -364,6 +354,72 @@ class RoleClient:
             latency_s=latency,
             requests=len(replies),
         )
+
+    def _modes(self) -> list[str]:
+        """The structured-output modes to try, in order: the configured one, then each
+        more lenient one (json_schema → json_object → prompt), less those refused before."""
+        order = ["json_schema", "json_object", "prompt"]
+        start = order.index(self.config.structured_output_mode)
+        modes = [m for m in order[start:] if m not in self._refused_modes]
+        return modes or ["prompt"]
+
+    async def _structured(
+        self, sent: list[ChatMessage], schema: type[BaseModel], replies: list[ProviderReply]
+    ) -> BaseModel:
+        """Ask in the first mode the server accepts; in that mode, one repair. A server that
+        refuses the mode (HTTP 400 to the schema) is asked in the next one, with one repair
+        there too. Every request made is appended to `replies` (usage is summed over them)."""
+        ledger = self._layer.ledger
+        modes = self._modes()
+        for position, mode in enumerate(modes):
+            try:
+                reply = await self._request(sent, schema, mode=mode)
+                replies.append(reply)
+                try:
+                    return parse_structured(schema, reply.text)
+                except StructuredOutputError as first_error:
+                    ledger.repair(self.name)
+                    repair = repair_messages(
+                        sent, reply.text, first_error, truncated=reply.truncated
+                    )
+                    reply = await self._request(repair, schema, mode=mode)
+                    replies.append(reply)
+                    try:
+                        return parse_structured(schema, reply.text)
+                    except StructuredOutputError as second_error:
+                        ledger.call_failed(self.name, "invalid_output")
+                        cut = " (cut at max_tokens)" if reply.truncated else ""
+                        message = redact(
+                            f"{self.name}: {self.config.spec}: reply did not fit "
+                            f"{schema.__name__} after one repair{cut}: {second_error}"
+                        )
+                        log.warning("%s", message)
+                        raise StructuredOutputInvalid(
+                            message,
+                            role=self.name,
+                            kind="invalid_output",
+                            attempts=len(replies),
+                        ) from None
+            except SchemaModeRefused as refused:
+                self._refused_modes.add(mode)
+                if position + 1 >= len(modes):  # pragma: no cover - prompt mode sends none
+                    ledger.call_failed(self.name, "client_error")
+                    raise LLMCallFailed(
+                        redact(f"{self.name}: {self.config.spec}: {refused.summary}"),
+                        role=self.name,
+                        kind="client_error",
+                        attempts=len(replies) + 1,
+                    ) from None
+                ledger.fallback(self.name)
+                log.warning(
+                    "%s: %s refused structured-output mode %s (%s); asking in mode %s",
+                    self.name,
+                    self.config.spec,
+                    mode,
+                    refused.summary,
+                    modes[position + 1],
+                )
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def complete_text(self, messages: MessagesInput, *, system: str | None = None) -> str:
         return (await self.complete(messages, system=system)).text
@@ -401,6 +457,17 @@ class RoleClient:
             "prompt_version": STRUCTURED_PROMPT_VERSION if schema else None,
             "messages": [m.model_dump() for m in chat],
         }
+        if config.provider == "local":
+            # The weights' sha256 and the server's version and sampling decide a local answer,
+            # not the file's name or where it lies.
+            from eval_pipeline.llm.config import local_pins
+
+            local = local_pins(config.model)
+            parts["model"] = "sha256:" + local["weights"]["sha256"]
+            parts["server"] = local["server"]
+            parts["sampling"] = local["sampling"]
+        if config.stop:
+            parts["stop"] = list(config.stop)
         # Only when set: a plain run's keys stay those of every existing cache file.
         identity = self._layer.settings.sample_identity
         if identity is not None:
@@ -447,6 +514,8 @@ class RoleClient:
             state.role_limits[self.name] = asyncio.Semaphore(self.config.concurrency)
         limits.append(state.role_limits[self.name])
         shared = self._layer.settings.provider_concurrency.get(self.config.provider)
+        if shared is None and self.config.provider == "local":
+            shared = self.config.concurrency  # one server, shared by every local role
         if shared is not None:
             endpoint = (self.config.provider, self.config.endpoint)
             if endpoint not in state.provider_limits:
@@ -455,7 +524,11 @@ class RoleClient:
         return limits
 
     async def _request(
-        self, messages: list[ChatMessage], schema: type[BaseModel] | None
+        self,
+        messages: list[ChatMessage],
+        schema: type[BaseModel] | None,
+        *,
+        mode: str | None = None,
     ) -> ProviderReply:
         """One request with retries; raises LLMCallFailed (counted) when it cannot succeed."""
         state = self._layer._loop_state()
@@ -474,8 +547,10 @@ class RoleClient:
                     # The SDK timeout bounds each read; this one bounds the whole attempt.
                     async with asyncio.timeout(config.timeout_s):
                         reply = await provider.send(
-                            messages, schema=schema, timeout_s=config.timeout_s
+                            messages, schema=schema, timeout_s=config.timeout_s, mode=mode
                         )
+            except SchemaModeRefused:
+                raise
             except Exception as exc:
                 if not is_provider_error(exc):
                     raise

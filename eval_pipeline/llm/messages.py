@@ -45,6 +45,12 @@ class ProviderReply(BaseModel):
     input_tokens: int | None = None
     output_tokens: int | None = None
     model: str | None = None
+    # "length": the reply was cut at max_tokens (as the server said); None: not reported.
+    finish_reason: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason in ("length", "max_tokens")
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,14 @@ PRICE_TABLE_USD_PER_MTOK: dict[str, dict[str, tuple[float, float]]] = {
 _SNAPSHOT_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
 
 
+# The `local` provider runs on this machine: nothing is billed per token.
+LOCAL_PRICE: tuple[float, float] = (0.0, 0.0)
+
+
 def price_per_mtok(provider: str, model: str | None) -> tuple[float, float] | None:
     """(input, output) USD per million tokens, or None when the model is not priced."""
+    if provider == "local":
+        return LOCAL_PRICE
     if model is None:
         return None
     table = PRICE_TABLE_USD_PER_MTOK.get(provider, {})

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from eval_pipeline.llm.config import RoleConfig
 from eval_pipeline.llm.credentials import redact
 from eval_pipeline.llm.messages import ChatMessage, ProviderReply
-from eval_pipeline.llm.structured import json_schema_of, schema_name
+from eval_pipeline.llm.structured import schema_name, wire_schema
 
 
 class MalformedProviderResponse(Exception):
@@ -29,9 +29,24 @@ class MalformedProviderResponse(Exception):
     bug of ours."""
 
 
+class SchemaModeRefused(Exception):
+    """The server refused the structured-output option itself (not the prompt): the layer asks
+    again in the next mode (json_schema → json_object → prompt)."""
+
+    def __init__(self, mode: str, summary: str) -> None:
+        super().__init__(summary)
+        self.mode = mode
+        self.summary = summary
+
+
 class ChatProvider(Protocol):
     async def send(
-        self, messages: list[ChatMessage], *, schema: type[BaseModel] | None, timeout_s: float
+        self,
+        messages: list[ChatMessage],
+        *,
+        schema: type[BaseModel] | None,
+        timeout_s: float,
+        mode: str | None = None,
     ) -> ProviderReply: ...
 
     async def aclose(self) -> None: ...
@@ -51,12 +66,33 @@ class OpenAIChatProvider:
     def __repr__(self) -> str:
         return f"OpenAIChatProvider(endpoint={self._config.endpoint!r})"
 
+    def _response_format(self, schema: type[BaseModel], mode: str) -> dict[str, Any] | None:
+        if mode == "json_schema":
+            # strict=False: pydantic schemas are not all in OpenAI's strict subset.
+            return {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": schema_name(schema),
+                    "schema": wire_schema(schema),
+                    "strict": False,
+                },
+            }
+        if mode == "json_object":
+            return {"type": "json_object"}
+        return None
+
     async def send(
-        self, messages: list[ChatMessage], *, schema: type[BaseModel] | None, timeout_s: float
+        self,
+        messages: list[ChatMessage],
+        *,
+        schema: type[BaseModel] | None,
+        timeout_s: float,
+        mode: str | None = None,
     ) -> ProviderReply:
         config = self._config
+        mode = mode or config.structured_output_mode
         kwargs: dict[str, Any] = {
-            "model": config.model,
+            "model": config.model or "local",
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "timeout": timeout_s,
         }
@@ -67,29 +103,38 @@ class OpenAIChatProvider:
             kwargs["max_tokens"] = config.max_tokens
         if config.temperature is not None:
             kwargs["temperature"] = config.temperature
-        if schema is not None and config.structured_output_mode == "json_schema":
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                # strict=False: pydantic schemas are not all in OpenAI's strict subset.
-                "json_schema": {
-                    "name": schema_name(schema),
-                    "schema": json_schema_of(schema),
-                    "strict": False,
-                },
-            }
+        if config.stop:
+            kwargs["stop"] = list(config.stop)
+        response_format = self._response_format(schema, mode) if schema is not None else None
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        kwargs.update(self._extra_request_fields())
+        client = await self._client_for_request()
         try:
-            response = await self._client.chat.completions.create(**kwargs)
+            response = await client.chat.completions.create(**kwargs)
         except json.JSONDecodeError as exc:
             raise MalformedProviderResponse(f"response body is not JSON ({exc.msg})") from None
+        except Exception as exc:
+            if response_format is not None and refuses_response_format(exc):
+                raise SchemaModeRefused(mode, classify_failure(exc).summary) from None
+            raise
         choices = response.choices or []
         text = (choices[0].message.content or "") if choices else ""
+        finish = getattr(choices[0], "finish_reason", None) if choices else None
         usage = response.usage
         return ProviderReply(
             text=text,
             input_tokens=getattr(usage, "prompt_tokens", None),
             output_tokens=getattr(usage, "completion_tokens", None),
             model=response.model,
+            finish_reason=finish,
         )
+
+    def _extra_request_fields(self) -> dict[str, Any]:
+        return {}
+
+    async def _client_for_request(self) -> Any:
+        return self._client
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -110,9 +155,15 @@ class AnthropicMessagesProvider:
         return f"AnthropicMessagesProvider(endpoint={self._config.endpoint!r})"
 
     async def send(
-        self, messages: list[ChatMessage], *, schema: type[BaseModel] | None, timeout_s: float
+        self,
+        messages: list[ChatMessage],
+        *,
+        schema: type[BaseModel] | None,
+        timeout_s: float,
+        mode: str | None = None,
     ) -> ProviderReply:
         config = self._config
+        mode = mode or config.structured_output_mode
         system = "\n\n".join(m.content for m in messages if m.role == "system")
         kwargs: dict[str, Any] = {
             "model": config.model,
@@ -126,14 +177,22 @@ class AnthropicMessagesProvider:
             kwargs["system"] = system
         # No temperature: the SDK 2.x has no such parameter and the API version it sends
         # rejects sampling parameters (RoleConfig refuses one for anthropic).
-        if schema is not None and config.structured_output_mode == "json_schema":
+        if config.stop:
+            kwargs["stop_sequences"] = list(config.stop)
+        # Anthropic has no plain JSON mode: json_object is the prompt alone there.
+        native = schema is not None and mode == "json_schema"
+        if native:
             kwargs["output_config"] = {
-                "format": {"type": "json_schema", "schema": json_schema_of(schema)}
+                "format": {"type": "json_schema", "schema": wire_schema(schema)}
             }
         try:
             response = await self._client.messages.create(**kwargs)
         except json.JSONDecodeError as exc:
             raise MalformedProviderResponse(f"response body is not JSON ({exc.msg})") from None
+        except Exception as exc:
+            if native and refuses_response_format(exc):
+                raise SchemaModeRefused(mode, classify_failure(exc).summary) from None
+            raise
         text = "".join(
             getattr(block, "text", "") for block in (response.content or []) if block.type == "text"
         )
@@ -143,13 +202,80 @@ class AnthropicMessagesProvider:
             input_tokens=getattr(usage, "input_tokens", None),
             output_tokens=getattr(usage, "output_tokens", None),
             model=response.model,
+            finish_reason=getattr(response, "stop_reason", None),
         )
 
     async def aclose(self) -> None:
         await self._client.close()
 
 
+class LocalChatProvider(OpenAIChatProvider):
+    """`local` roles: our own llama.cpp server (llama-cpp-python's), started on first use.
+
+    Its native schema option is llama-cpp-python's `{"type": "json_object", "schema": ...}`
+    (it refuses OpenAI's `json_schema` type with HTTP 500), compiled into a grammar. A fixed
+    seed and the sampling settings are sent with every request (pinned: sampling_pins). The
+    server is looked up (and restarted if it died) before every request, so a crash costs
+    one retry, not the run.
+    """
+
+    def __init__(self, config: RoleConfig, api_key: str) -> None:
+        self._config = config
+        self._client: Any = None
+        self._client_url: str | None = None
+        self._model: Any = None
+
+    def __repr__(self) -> str:
+        return f"LocalChatProvider(model={self._config.model!r})"
+
+    def _response_format(self, schema: type[BaseModel], mode: str) -> dict[str, Any] | None:
+        if mode == "json_schema":
+            return {"type": "json_object", "schema": wire_schema(schema)}
+        if mode == "json_object":
+            return {"type": "json_object"}
+        return None
+
+    def _extra_request_fields(self) -> dict[str, Any]:
+        from eval_pipeline.llm.local_server import REQUEST_SAMPLING
+
+        # Not OpenAI parameters: the SDK passes them in the body through `extra_body`.
+        return {
+            "seed": REQUEST_SAMPLING["seed"],
+            "top_p": REQUEST_SAMPLING["top_p"],
+            "extra_body": {k: REQUEST_SAMPLING[k] for k in ("top_k", "min_p")},
+        }
+
+    async def _client_for_request(self) -> Any:
+        import asyncio
+
+        import openai
+
+        from eval_pipeline.llm import local_models, local_server
+
+        if self._model is None:
+            self._model = await asyncio.to_thread(local_models.resolve, self._config.model)
+        record = await asyncio.to_thread(local_server.ensure_running, self._model)
+        if self._client is None or self._client_url != record.base_url:
+            if self._client is not None:
+                await self._client.close()
+            self._client = openai.AsyncOpenAI(
+                api_key=record.key,
+                base_url=record.base_url,
+                max_retries=0,
+                timeout=self._config.timeout_s,
+            )
+            self._client_url = record.base_url
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
 def make_provider(config: RoleConfig, api_key: str) -> ChatProvider:
+    if config.provider == "local":
+        return LocalChatProvider(config, api_key)
     if config.provider in ("openai", "openai_compatible"):
         return OpenAIChatProvider(config, api_key)
     if config.provider == "anthropic":
@@ -173,9 +299,30 @@ def _sdk_error_types() -> dict[str, tuple[type[BaseException], ...]]:
 
 def is_provider_error(exc: BaseException) -> bool:
     """Errors the layer classifies and may retry; anything else is a bug and propagates."""
-    if isinstance(exc, (TimeoutError, MalformedProviderResponse)):
+    from eval_pipeline.llm.local_server import LocalServerError
+
+    if isinstance(exc, (TimeoutError, MalformedProviderResponse, LocalServerError)):
         return True
     return isinstance(exc, _sdk_error_types()["all"])
+
+
+_FORMAT_WORDS = ("response_format", "json_schema", "grammar", "output_config", "schema")
+
+
+def refuses_response_format(exc: BaseException) -> bool:
+    """Did the server refuse the structured-output option (rather than fail)? A 400/422, or
+    a 500 whose message names the option (llama-cpp-python's server answers 500 to OpenAI's
+    `json_schema` type), when one was sent."""
+    sdk = _sdk_error_types()
+    if not isinstance(exc, sdk["status"]):
+        return False
+    status = int(exc.status_code)  # type: ignore[attr-defined]
+    if status in (400, 422):
+        return True
+    if status == 500:
+        text = str(exc).lower()
+        return any(word in text for word in _FORMAT_WORDS)
+    return False
 
 
 @dataclass(frozen=True)
@@ -188,9 +335,13 @@ class FailureInfo:
 
 def classify_failure(exc: BaseException) -> FailureInfo:
     """What went wrong, whether another attempt may help, and how long the server asked to wait."""
+    from eval_pipeline.llm.local_server import LocalServerError
+
     sdk = _sdk_error_types()
     if isinstance(exc, (TimeoutError, *sdk["timeout"])):
         return FailureInfo("timeout", True, "timed out")
+    if isinstance(exc, LocalServerError):
+        return FailureInfo("connection", True, f"local server: {redact(exc)}"[:300])
     if isinstance(exc, sdk["connection"]):
         return FailureInfo("connection", True, f"connection error: {redact(exc)}"[:300])
     if isinstance(exc, sdk["status"]):

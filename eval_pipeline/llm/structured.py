@@ -1,7 +1,15 @@
 """Structured output: asking for JSON that fits a pydantic model, checking it, asking to repair.
 
 The schema always goes into the prompt (portable across providers and local servers); when the
-role's mode is `json_schema` the provider's native JSON-schema option is sent as well.
+role's mode is `json_schema` the provider's native JSON-schema option is sent as well, and in
+`json_object` mode the provider's plain JSON mode.
+
+What is *sent* is `wire_schema(schema)`: the schema without length, size, pattern, format or
+range limits. Real servers compile the schema into a grammar and choke on those: llama.cpp's
+server answers HTTP 400 ("failed to parse grammar") to `maxLength: 2000`, and
+llama-cpp-python's server crashes outright (segfault) on it. The limits are enforced where
+they always were, by pydantic when the reply is parsed; a reply that breaks one gets the one
+repair like any other invalid reply.
 """
 
 from __future__ import annotations
@@ -17,7 +25,8 @@ from eval_pipeline.llm.messages import ChatMessage
 
 # Bump when the instruction or repair wording changes: it is part of every cache key, so
 # answers obtained with the old wording are not replayed for the new one.
-STRUCTURED_PROMPT_VERSION = 1
+# 2: the prompt shows the wire schema (no length limits) and asks for an instance of it.
+STRUCTURED_PROMPT_VERSION = 2
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -40,6 +49,57 @@ def _schema_json(schema: type[BaseModel]) -> str:
     return json.dumps(schema.model_json_schema(), sort_keys=True, ensure_ascii=False)
 
 
+# Keywords a grammar compiler may refuse or blow up on; pydantic checks them on parsing.
+_UNSENT_KEYWORDS = frozenset(
+    {
+        "maxLength",
+        "minLength",
+        "pattern",
+        "format",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "maxProperties",
+        "minProperties",
+        "maximum",
+        "minimum",
+        "exclusiveMaximum",
+        "exclusiveMinimum",
+        "multipleOf",
+    }
+)
+
+
+def _strip_limits(node: Any) -> Any:
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key in _UNSENT_KEYWORDS and not isinstance(value, dict):
+                continue
+            if key in ("properties", "$defs", "definitions", "patternProperties"):
+                # Names here are field names, not keywords: keep every one, strip inside.
+                out[key] = {k: _strip_limits(v) for k, v in value.items()}
+            else:
+                out[key] = _strip_limits(value)
+        return out
+    if isinstance(node, list):
+        return [_strip_limits(v) for v in node]
+    return node
+
+
+def wire_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """The schema as sent to a provider and shown in the prompt: no limits a grammar
+    compiler could refuse (a copy, safe to put in a request body)."""
+    return json.loads(_wire_json(schema))
+
+
+@lru_cache(maxsize=256)
+def _wire_json(schema: type[BaseModel]) -> str:
+    return json.dumps(
+        _strip_limits(json.loads(_schema_json(schema))), sort_keys=True, ensure_ascii=False
+    )
+
+
 def schema_fingerprint(schema: type[BaseModel]) -> str:
     """The schema as canonical JSON text, for cache keys."""
     return _schema_json(schema)
@@ -52,8 +112,9 @@ def schema_name(schema: type[BaseModel]) -> str:
 
 def schema_instruction(schema: type[BaseModel]) -> ChatMessage:
     text = (
-        "Reply with a single JSON object that validates against the JSON schema below. "
-        "Output only the JSON: no prose, no code fences.\n" + _schema_json(schema)
+        "Reply with a single JSON object that validates against the JSON schema below: an "
+        "instance with your values, not the schema itself. Keep string values short. Output "
+        "only the JSON: no prose, no code fences.\n" + _wire_json(schema)
     )
     return ChatMessage(role="system", content=text)
 
@@ -69,9 +130,19 @@ def with_schema_instruction(
 
 
 def repair_messages(
-    sent: list[ChatMessage], reply_text: str, error: StructuredOutputError
+    sent: list[ChatMessage],
+    reply_text: str,
+    error: StructuredOutputError,
+    *,
+    truncated: bool = False,
 ) -> list[ChatMessage]:
-    """The one repair attempt: the bad reply, then the validation error, then the same ask."""
+    """The one repair attempt: the bad reply, then the validation error, then the same ask.
+    A reply cut at the token limit is told so: the fix is a shorter answer."""
+    cut = (
+        " Your reply was cut off at the length limit: write a much shorter JSON object."
+        if truncated
+        else ""
+    )
     return [
         *sent,
         ChatMessage(role="assistant", content=reply_text),
@@ -79,7 +150,7 @@ def repair_messages(
             role="user",
             content=(
                 "Your previous reply did not validate against the JSON schema: "
-                f"{error}\nReply again with only the corrected JSON object."
+                f"{error}.{cut}\nReply again with only the corrected JSON object."
             ),
         ),
     ]

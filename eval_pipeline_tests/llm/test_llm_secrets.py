@@ -192,8 +192,8 @@ def test_a_refused_base_url_does_not_print_its_key() -> None:
 def test_an_echoed_key_never_reaches_the_caller_or_the_cache(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from eval_pipeline_tests.wire_server import WireServer
     from eval_pipeline_tests.echo_server import echo
+    from eval_pipeline_tests.wire_server import WireServer
 
     key = "sk-test-CACHECANARY-9876543210fedcba"
     monkeypatch.setenv("OPENAI_API_KEY", key)

@@ -347,6 +347,7 @@ class MemgraphDialect(Dialect):
     without a server plans for the pinned release (PINNED_VERSION)."""
 
     name = "memgraph"
+    default_database = "memgraph"  # community edition's one database
 
     def __init__(self, version: Version | None = None, storage: str | None = None) -> None:
         self.version = version
