@@ -10,6 +10,7 @@ import dagster as dg
 from eval_pipeline.assets.compare import COMPARE_ASSETS, COMPARE_CHECKS, COMPARE_RESOURCES
 from eval_pipeline.assets.corpus import CORPUS_ASSETS, CORPUS_CHECKS
 from eval_pipeline.assets.graph import GRAPH_ASSETS, GRAPH_CHECKS
+from eval_pipeline.assets.judge_agreement import JUDGE_AGREEMENT_ASSETS
 from eval_pipeline.assets.reconcile import RECONCILE_ASSETS, RECONCILE_CHECKS, ReconcilerSettings
 from eval_pipeline.assets.resources import CorpusSettings, ProjectPaths
 from eval_pipeline.assets.retrieval import RETRIEVAL_ASSETS, RETRIEVAL_CHECKS, RetrievalSettings
@@ -34,6 +35,8 @@ ALL_ASSETS = [
     *RETRIEVAL_ASSETS,
     *SCORING_ASSETS,
     *COMPARE_ASSETS,
+    # Beside the chain, not in it (ops/chain.py's CHAIN_STAGES): it reads the judge-check store.
+    *JUDGE_AGREEMENT_ASSETS,
 ]
 ALL_CHECKS = [
     *CORPUS_CHECKS,

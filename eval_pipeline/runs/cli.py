@@ -33,6 +33,7 @@ from eval_pipeline.runs.compare import (
     delta_line,
     efficiency_line,
     flip_line,
+    judge_agreement_line,
 )
 from eval_pipeline.runs.load import BundleError, RunBundle, load_run, resolve_run
 from eval_pipeline.runs.report import write_comparison_report, write_run_report
@@ -86,6 +87,8 @@ def print_comparison(c: Comparison, report: Path) -> None:
     print(f"gained ({len(c.gained)}): covered in candidate, not in base")
     for f in c.gained:
         print("  " + flip_line(f))
+    for a in c.judge_agreement:
+        print(judge_agreement_line(a))
     print(f"verdict: {c.verdict} ({c.verdict_reason})")
     print(f"report: {report}")
 

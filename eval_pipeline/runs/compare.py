@@ -31,6 +31,13 @@ Classification rule (per delta)
   run-to-run noise of one configuration, McNemar against the luck of which questions flipped;
 * otherwise → **not real**.
 
+Judge agreement
+---------------
+Coverage is gated by the judge, so a comparison says how far to trust it: per judge prompt
+the runs pinned (answer judge, tier 2's invariant judge), the check their manifests recorded
+(`pins.judge.agreement`, see `score.judge_check`), else the one stored now for that judge and
+prompt, with a warning when kappa is below 0.8 or no check exists. It never decides.
+
 Verdict
 -------
 REGRESSED if any tier has a real coverage loss (even when efficiency improved); IMPROVED if
@@ -153,6 +160,24 @@ class Flip(BaseModel):
     weakest_link: str | None  # from the failing run's row
 
 
+class JudgeAgreement(BaseModel):
+    """One judge prompt's check as a comparison shows it (both runs share judge and prompt:
+    they are comparability pins; the check each recorded may still differ in time)."""
+
+    kind: str  # answer_judge | invariant_judge
+    model: str
+    prompt_hash: str | None
+    base: dict[str, Any] | None  # agreement_pin as base's manifest recorded it
+    candidate: dict[str, Any] | None
+    source: str  # "manifest", or "store" when looked up because no run recorded a check
+    check: dict[str, Any]  # the agreement_pin shown: status "checked" or "none"
+    warnings: list[str]
+
+    @property
+    def kappa(self) -> float | None:
+        return self.check.get("kappa")
+
+
 class RunRef(BaseModel):
     name: str
     path: str
@@ -177,6 +202,10 @@ class Comparison(BaseModel):
     flips: list[Flip]
     verdict: Verdict
     verdict_reason: str
+    # The judge's stored agreement with the labelled set, per judge prompt (see
+    # `judge_agreement`), and what a reader should be warned about.
+    judge_agreement: list[JudgeAgreement] = []
+    judge_warnings: list[str] = []
 
     @property
     def lost(self) -> list[Flip]:
@@ -425,6 +454,7 @@ def compare(
         flipped.extend(flips(pairs))
 
     verdict, reason = decide(tiers, calibrated=calibrated)
+    agreement = judge_agreement(base, candidate)
     changes = [
         {"pin": d.name, "base": d.left, "candidate": d.right}
         for d in differing_pins(base, candidate, CHANGE_PINS)
@@ -449,7 +479,74 @@ def compare(
         flips=flipped,
         verdict=verdict,
         verdict_reason=reason,
+        judge_agreement=agreement,
+        judge_warnings=[f"{a.kind}: {w}" for a in agreement for w in a.warnings],
     )
+
+
+_PROMPTS = (
+    ("answer_judge", "prompt_hash", "agreement"),
+    ("invariant_judge", "invariant_prompt_hash", "invariant_agreement"),
+)
+
+
+def _checked(pin: Any) -> bool:
+    return isinstance(pin, dict) and pin.get("status") == "checked"
+
+
+def judge_agreement(base: RunBundle, candidate: RunBundle) -> list[JudgeAgreement]:
+    """Per judge prompt the runs used: the check their manifests recorded (the candidate's,
+    being newer, decides the warnings), else the one stored now for that judge and prompt
+    (a check made after the runs), else a warning that none exists. No judge: nothing."""
+    from eval_pipeline.score.agreement import agreement_pin, lookup_agreement
+
+    judge_b = base.pins.get("judge") if isinstance(base.pins.get("judge"), dict) else {}
+    judge_c = candidate.pins.get("judge") if isinstance(candidate.pins.get("judge"), dict) else {}
+    model = judge_c.get("model") or judge_b.get("model")
+    if not model or model == "offline":
+        return []
+    out = []
+    for kind, hash_key, pin_key in _PROMPTS:
+        prompt = judge_c.get(hash_key) or judge_b.get(hash_key)
+        if prompt is None:
+            continue  # a bundle from before this prompt was pinned
+        pin_b, pin_c = judge_b.get(pin_key), judge_c.get(pin_key)
+        chosen = pin_c if _checked(pin_c) else pin_b if _checked(pin_b) else None
+        source = "manifest"
+        if chosen is None:
+            chosen = agreement_pin(lookup_agreement(model, prompt))
+            source = "store"
+        out.append(
+            JudgeAgreement(
+                kind=kind,
+                model=model,
+                prompt_hash=prompt,
+                base=pin_b,
+                candidate=pin_c,
+                source=source,
+                check=chosen,
+                warnings=list(chosen.get("warnings") or []),
+            )
+        )
+    return out
+
+
+def judge_agreement_line(a: JudgeAgreement) -> str:
+    """One line per judge prompt for the CLI: its kappa, where it comes from, warnings."""
+    head = f"judge agreement ({a.kind}, {a.model}, prompt {str(a.prompt_hash)[:12]}): "
+    c = a.check
+    if c.get("status") != "checked":
+        text = head + "NO CHECK (run eval-pipeline judge-check)"
+    else:
+        k = c.get("kappa")
+        low, high = c.get("kappa_low"), c.get("kappa_high")
+        ci = f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
+        where = "recorded in the manifest" if a.source == "manifest" else "checked after the run"
+        text = head + ("kappa undefined" if k is None else f"kappa {k:.2f}{ci}")
+        text += f", {c.get('n_judged')} of {c.get('n_items')} items judged ({where})"
+    if a.warnings:
+        text += "; WARNING: " + "; ".join(a.warnings)
+    return text
 
 
 def _pct(value: float | None) -> str:
@@ -494,6 +591,8 @@ def comparison_markdown(c: Comparison) -> str:
     out = [
         f"**{c.verdict}**: {c.verdict_reason}",
         "",
+        *(f"- {judge_agreement_line(a)}" for a in c.judge_agreement),
+        *([""] if c.judge_agreement else []),
         "| scope | base | candidate | delta | McNemar p | floor | classification |",
         "|---|---|---|---|---|---|---|",
     ]

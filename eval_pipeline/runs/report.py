@@ -71,13 +71,20 @@ HIGHER_METRICS = {
     "citation_precision",
     "citation_recall",
     "criteria_score",
+    "invariant_score",
     "recall_any",
     "recall_all",
     "ndcg",
 }
 LOWER_METRICS = {"must_not_cite_hits", "payload_tokens", "latency_ms", "seconds"}
 # Metrics only a judge model takes: with no judge they are unscored for that reason alone.
-JUDGED_METRICS = {"contextual_recall", "answer_judge", "answer_coverage", "criteria_score"}
+JUDGED_METRICS = {
+    "contextual_recall",
+    "answer_judge",
+    "answer_coverage",
+    "criteria_score",
+    "invariant_score",
+}
 PANELS = {
     "by_use_case": "use case",
     "by_difficulty": "difficulty",
@@ -548,6 +555,7 @@ def _tier_section(tier: str, s: dict[str, Any], rows: Sequence[ResultRow], judge
     )
     if tier == "2":
         out.append(_panels_section(s.get("panels"), judgeless))
+        out.append(_pass_criteria_section(s.get("pass_criteria"), judgeless))
     return "\n".join(out)
 
 
@@ -649,7 +657,7 @@ def _panels_section(panels: dict[str, Any] | None, judgeless: bool) -> str:
 
         def mean(v: dict[str, Any], name: str, missing: str = "unscored") -> str:
             m = (v.get(name) or {}).get("mean")
-            if name == "criteria_score":
+            if name in ("criteria_score", "invariant_score"):
                 return num(round(m, 1) if m is not None else None, missing)
             return pct(m, missing)
 
@@ -657,15 +665,80 @@ def _panels_section(panels: dict[str, Any] | None, judgeless: bool) -> str:
             table(
                 [title, "questions", "covered", "not covered", "unscored", ("coverage", HIGHER)]
                 + [("citation precision", HIGHER), ("citation recall", HIGHER)]
-                + [("criteria score", HIGHER), ("must-not-cite hits (questions)", LOWER)],
+                + [("criteria score", HIGHER), ("invariant score", HIGHER)]
+                + [("must-not-cite hits (questions)", LOWER)],
                 (
                     [_e(k)]
                     + [num(v.get(n)) for n in ("questions", "covered", "not_covered", "unscored")]
                     + [pct(v.get("coverage_rate"), _panel_note(v))]
                     + [mean(v, "citation_precision"), mean(v, "citation_recall")]
                     + [mean(v, "criteria_score", criteria_missing)]
+                    + [mean(v, "invariant_score", criteria_missing)]
                     + [num(v.get("must_not_cite_hit_questions"))]
                     for k, v in cells.items()
+                ),
+                numeric=range(1, 11),
+            )
+        )
+    return "\n".join(out)
+
+
+def _pass_criteria_section(report: dict[str, Any] | None, judgeless: bool) -> str:
+    """Tier 2's three axes and pass criteria (`tier2.pass_criteria`): pass rate per use-case
+    bucket, and the ingestion curve per difficulty and per source mix."""
+    out = ["<h3>Tier-2 pass criteria (ingestion, retrieval, agent use)</h3>"]
+    if not isinstance(report, dict):
+        return out[0] + '<p class="nochart">summary.json holds no pass criteria (older bundle).</p>'
+    limits = ", ".join(f"{a} ≥ {t:g}" for a, t in report["thresholds"].items())
+    out.append(
+        f'<p class="muted">A scenario passes when each axis meets its threshold ({_e(limits)}) '
+        f"and its weighted score meets its pass_score (default {report['default_pass_score']:g}"
+        f"); a COMBO scenario scores ≥ {report['combo_dimension_min']:g} on each dimension; a "
+        f"bucket passes at {100 * report['bucket_pass_rate']:.0f} % of its scored scenarios. "
+        "An axis not taken leaves the scenario unscored"
+        + (
+            ": <b>no judge in this run</b>, so agent use and every verdict are unscored"
+            if judgeless
+            else ""
+        )
+        + f". Ingestion: {_e(report.get('ingestion_reason') or 'read from the graph')}.</p>"
+    )
+    order = {d: i for i, d in enumerate(("easy", "medium", "hard", "adversarial"))}
+    for key, title in (
+        ("by_use_case", "use case"),
+        ("by_difficulty", "difficulty"),
+        ("by_source_mix", "source mix"),
+    ):
+        cells = sorted((report.get(key) or {}).items(), key=lambda kv: (order.get(kv[0], 9), kv[0]))
+        out.append(f"<h4>Per {_e(title)}</h4>")
+        if key != "by_use_case":
+            bars = [
+                RateBar(k, v["ingestion_mean"] / 100, n=v["scenarios"])
+                if v.get("ingestion_mean") is not None
+                else RateBar(k, None, note="ingestion not taken")
+                for k, v in cells
+            ]
+            chart = f"Tier 2: ingestion score per {title} ({HIGHER})"
+            out.append(_rate_chart(chart, bars, "no ingestion score was taken"))
+        out.append(
+            table(
+                [title, "scenarios", "scored", "passed", ("pass rate", HIGHER), "bucket passes"]
+                + [(f"{a.replace('_', ' ')} (mean)", HIGHER) for a in ("ingestion", "retrieval")]
+                + [("agent use (mean)", HIGHER), ("weighted (mean)", HIGHER)],
+                (
+                    [_e(k), num(v["scenarios"]), num(v["scored"]), num(v["passed"])]
+                    + [pct(v["pass_rate"])]
+                    + [{True: "yes", False: "no", None: "unscored"}[v["bucket_passed"]]]
+                    + [
+                        num(round(m, 1) if m is not None else None, "unscored")
+                        for m in (
+                            v["ingestion_mean"],
+                            v["retrieval_mean"],
+                            v["agent_use_mean"],
+                            v["weighted_mean"],
+                        )
+                    ]
+                    for k, v in cells
                 ),
                 numeric=range(1, 10),
             )
@@ -795,6 +868,74 @@ def _config_line(run: RunBundle, judgeless: bool) -> str:
     return f"<p>{text}</p>"
 
 
+def _agreement_cell(pin: Any) -> str:
+    """One judge prompt's stored check, as the manifest recorded it."""
+    if not isinstance(pin, dict) or pin.get("status") != "checked":
+        return '<span class="warn">no agreement check for this judge and prompt</span>'
+
+    def ci(low: Any, high: Any) -> str:
+        return f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
+
+    k = pin.get("kappa")
+    acc = pin.get("accuracy")
+    kappa = (
+        "undefined" if k is None else f"{k:.2f}{ci(pin.get('kappa_low'), pin.get('kappa_high'))}"
+    )
+    accuracy = (
+        "–" if acc is None else f"{acc:.2f}{ci(pin.get('accuracy_low'), pin.get('accuracy_high'))}"
+    )
+    return (
+        f"kappa <b>{_e(kappa)}</b>, accuracy {_e(accuracy)}; {num(pin.get('n_judged'))} "
+        f"judged, {num(pin.get('n_unscored'))} unscored of {num(pin.get('n_items'))} "
+        f'<span class="muted">(measured {_e(pin.get("measured_at") or "?")})</span>'
+    )
+
+
+def _judge_agreement_section(run: RunBundle, judgeless: bool) -> str:
+    """How far the run's judge agrees with the labelled set (`eval-pipeline judge-check`),
+    shown before the judged scores it qualifies, with compare's warnings."""
+    if judgeless:
+        return ""
+    judge = run.pins.get("judge") if isinstance(run.pins.get("judge"), dict) else {}
+    if "agreement" not in judge:
+        return (
+            '<p class="warn">Judge agreement: not recorded (this bundle predates judge '
+            "checks); run <code>eval-pipeline judge-check --judge MODEL</code>.</p>"
+        )
+    rows = [["answer judge (answer_judge, gates coverage)", _agreement_cell(judge["agreement"])]]
+    if any(r.tier == "2" for r in run.rows):
+        rows.append(
+            [
+                "invariant judge (invariant_score, tier 2)",
+                _agreement_cell(judge.get("invariant_agreement")),
+            ]
+        )
+    warnings = [
+        w
+        for pin in (
+            judge.get("agreement"),
+            judge.get("invariant_agreement") if len(rows) > 1 else None,
+        )
+        if isinstance(pin, dict)
+        for w in pin.get("warnings") or []
+    ]
+    out = [
+        "<h2>Judge agreement</h2>",
+        '<p class="muted">The judged scores below are only as good as the judge: its agreement '
+        "with the labelled set (<code>corpus/judge/</code>), stored by "
+        "<code>eval-pipeline judge-check</code> for this judge model and prompt hash. Kappa "
+        "below 0.8 means judged scores should be read with care.</p>",
+        table(["judge prompt", "agreement with the labelled set"], rows),
+    ]
+    if warnings:
+        out.append(
+            '<p class="warn">'
+            + "<br>".join(f"warning: {_e(w)}" for w in dict.fromkeys(warnings))
+            + "</p>"
+        )
+    return "\n".join(out)
+
+
 def _question_card(r: ResultRow, text: str | None, judgeless: bool) -> str:
     label, klass = next((lab, k) for v, lab, k in OUTCOMES if v is r.covered)
     head = f'<span class="badge">{_e(label)}</span> · <code>{_e(r.question_id)}</code>'
@@ -884,6 +1025,7 @@ def render_run_report(run: RunBundle) -> str:
         f"ended {_e(m.get('ended_at', '?'))}; Dagster run {_e(m.get('dagster_run_id', 'n/a'))}</p>",
         _status_banner(run),
         _config_line(run, judgeless),
+        _judge_agreement_section(run, judgeless),
     ]
     if m.get("comparable") is False:
         header.append(
@@ -1059,6 +1201,28 @@ def render_comparison_report(c: Comparison) -> str:
     else:
         out.append(no_chart(title, "no question was scored in both runs"))
     out.append(table(DELTA_HEADERS, _delta_rows(c.tiers), numeric=(1, 2, 3, 4, 5, 7, 8)))
+    # Coverage is decided by the judge: how far to trust it, next to the deltas.
+    if c.judge_agreement:
+        out.append("<h2>Judge agreement</h2>")
+        out.append(
+            table(
+                ["judge prompt", "agreement with the labelled set", "from"],
+                (
+                    [
+                        _e(f"{a.kind} ({a.model}, prompt {str(a.prompt_hash)[:12]})"),
+                        _agreement_cell(a.check),
+                        _e("the run's manifest" if a.source == "manifest" else "checked after"),
+                    ]
+                    for a in c.judge_agreement
+                ),
+            )
+        )
+        if c.judge_warnings:
+            out.append(
+                '<p class="warn">'
+                + "<br>".join(f"warning: {_e(w)}" for w in c.judge_warnings)
+                + "</p>"
+            )
     out.append("<h2>Coverage deltas per question type</h2>")
     out.append(table(DELTA_HEADERS, _delta_rows(c.by_type), numeric=(1, 2, 3, 4, 5, 7, 8)))
     out.append("<h2>Abstention (apart; never decides the verdict)</h2>")

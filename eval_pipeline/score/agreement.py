@@ -48,7 +48,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from scipy import stats as scipy_stats
 
 from eval_pipeline.corpus.jsonl import dumps_line, staged_outputs
-from eval_pipeline.corpus.judge_labels import PROBES, LabelItem, LabelSet, ProbePair, ProbeSet
+from eval_pipeline.corpus.judge_labels import (
+    DEFAULT_LABELS,
+    PROBES,
+    LabelItem,
+    LabelSet,
+    ProbePair,
+    ProbeSet,
+)
 from eval_pipeline.llm import redact
 from eval_pipeline.score.gate import MetricResult
 from eval_pipeline.score.stats import (
@@ -694,6 +701,13 @@ class AgreementStore:
         return out
 
 
+def default_labels_sha256() -> str | None:
+    try:
+        return hashlib.sha256(DEFAULT_LABELS.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def lookup_agreement(
     judge_model: str,
     prompt_hash: str,
@@ -701,7 +715,15 @@ def lookup_agreement(
     root: str | Path | None = None,
     labels_sha256: str | None = None,
 ) -> AgreementResult | None:
-    return AgreementStore(root).get(judge_model, prompt_hash, labels_sha256=labels_sha256)
+    """The check of this judge and prompt on `labels_sha256`; without it, the check on the
+    committed label set when there is one (a quick check on a few items of another file must
+    not stand in for it), else the latest measured on any set."""
+    store = AgreementStore(root)
+    if labels_sha256 is not None:
+        return store.get(judge_model, prompt_hash, labels_sha256=labels_sha256)
+    default = default_labels_sha256()
+    found = store.get(judge_model, prompt_hash, labels_sha256=default) if default else None
+    return found or store.get(judge_model, prompt_hash)
 
 
 def agreement_warnings(result: AgreementResult | None) -> list[str]:

@@ -28,10 +28,11 @@ lengths are enforced by truncating reasons and claims on parsing. A missing judg
 judge, no answer, no signal events, a provider failure or a reply still invalid after the
 repair is **unscored**, carrying the error, never 0.
 
-Wiring (not done here): `invariant_judge_batch(layer, [(golden, answer), ...])` next to
-`criteria_judge_batch` in `assets/scoring.add_tier2_scores`, the metric as
-`metrics["invariant_score"]` (`InvariantResult.as_metric()`) and the dimensions in the row,
-`invariant_prompt_hash()` in the manifest's judge pins next to `criteria_prompt_hash`.
+Wiring: `assets/scoring.add_tier2_scores` runs `invariant_judge_batch` beside
+`criteria_judge_batch` on the same layer; the row gets `metrics["invariant_score"]`
+(`InvariantResult.as_metric()`) and `row["invariant"]` (dimensions, unsupported claims); the
+manifest pins `invariant_prompt_hash()` next to `criteria_prompt_hash` (a comparability pin),
+and `eval-pipeline judge-check` checks it on the labelled set's tier-2 items.
 """
 
 from __future__ import annotations

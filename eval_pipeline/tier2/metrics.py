@@ -36,6 +36,7 @@ CRITERIA_PROMPT_VERSION = 1
 CRITERIA_THRESHOLD = 70.0  # a pass mark for reports; the criteria score never gates
 CITATION_METRICS = ("citation_precision", "citation_recall", "must_not_cite_hits")
 CRITERIA_METRIC = "criteria_score"
+INVARIANT_METRIC = "invariant_score"  # tier2.invariant_judge's metric (kept in step there)
 
 CRITERIA_SYSTEM = (
     "You grade an AI assistant's answer to a question about a software company's engineering "
@@ -202,12 +203,14 @@ def tier2_metrics(
     golden: Mapping[str, Any],
     *,
     criteria: MetricResult | None = None,
+    invariant: MetricResult | None = None,
     k: int = CITATION_K,
 ) -> dict[str, MetricResult]:
-    """Every tier-2 metric of one scored row: citations, and the criteria score (unscored
-    unless given)."""
+    """Every tier-2 metric of one scored row: citations, the criteria score and the invariant
+    score (each judged one unscored unless given)."""
     out = citation_metrics(row, golden, k=k)
     out[CRITERIA_METRIC] = criteria if criteria is not None else offline_criteria_result()
+    out[INVARIANT_METRIC] = invariant if invariant is not None else offline_criteria_result()
     return out
 
 
@@ -216,13 +219,29 @@ def add_tier2_metrics(
     golden: Mapping[str, Any],
     *,
     criteria: MetricResult | None = None,
+    invariant: Any = None,
     k: int = CITATION_K,
 ) -> dict[str, Any]:
     """A copy of a `score_question` row with the tier-2 metrics merged into `metrics`.
-    None gates, so `covered` and `weakest_link` stay as the scorer decided them."""
+    None gates, so `covered` and `weakest_link` stay as the scorer decided them.
+
+    `invariant` is the invariant judge's `InvariantResult` (or its MetricResult): its score
+    goes in `metrics["invariant_score"]`, its four dimensions and unsupported claims in
+    `row["invariant"]` (absent when unscored)."""
     if golden["additional_metadata"].get("tier") != 2:
         return row
-    extra = tier2_metrics(row, golden, criteria=criteria, k=k)
+    dims = None
+    if invariant is not None and hasattr(invariant, "as_metric"):
+        if invariant.dimensions is not None:
+            dims = {
+                "dimensions": {n: d.model_dump() for n, d in invariant.dimensions.items()},
+                "unsupported_claims": list(invariant.unsupported_claims),
+            }
+        invariant = invariant.as_metric()
+    extra = tier2_metrics(row, golden, criteria=criteria, invariant=invariant, k=k)
     metrics = dict(row["metrics"])
     metrics.update({name: m.model_dump() for name, m in extra.items()})
-    return {**row, "metrics": metrics}
+    out = {**row, "metrics": metrics}
+    if dims is not None:
+        out["invariant"] = dims
+    return out

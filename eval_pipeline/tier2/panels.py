@@ -11,7 +11,8 @@ Layout:
         {key: {"questions", "abstention", "covered", "not_covered", "unscored",
                "coverage_rate",               # answerable questions, scored ones only
                "abstention_coverage_rate",
-               "citation_precision" | "citation_recall" | "criteria_score":
+               "citation_precision" | "citation_recall" | "criteria_score" |
+               "invariant_score":
                    {"mean", "n_scored"},
                "must_not_cite_hit_questions"}}}
 
@@ -26,10 +27,10 @@ from statistics import fmean
 from typing import Any
 
 from eval_pipeline.tier2.convert import TIER
-from eval_pipeline.tier2.metrics import CRITERIA_METRIC
+from eval_pipeline.tier2.metrics import CRITERIA_METRIC, INVARIANT_METRIC
 
 PANELS = ("by_use_case", "by_difficulty", "by_source_mix", "by_dimension")
-_MEANS = ("citation_precision", "citation_recall", CRITERIA_METRIC)
+_MEANS = ("citation_precision", "citation_recall", CRITERIA_METRIC, INVARIANT_METRIC)
 
 
 def _rate(values: list[bool | None]) -> float | None:
@@ -116,8 +117,9 @@ def tier2_panels_markdown(panels: Mapping[str, Any]) -> str:
         out += [
             "",
             f"| {panel.removeprefix('by_').replace('_', ' ')} | questions | coverage | "
-            "citation precision | citation recall | criteria score | must-not-cite hits |",
-            "|---|---|---|---|---|---|---|",
+            "citation precision | citation recall | criteria score | invariant score | "
+            "must-not-cite hits |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for key, c in cells.items():
             out.append(
@@ -125,6 +127,7 @@ def tier2_panels_markdown(panels: Mapping[str, Any]) -> str:
                 f"{_fmt(c['citation_precision']['mean'])} | "
                 f"{_fmt(c['citation_recall']['mean'])} | "
                 f"{_fmt(c[CRITERIA_METRIC]['mean'], pct=False)} | "
+                f"{_fmt((c.get(INVARIANT_METRIC) or {}).get('mean'), pct=False)} | "
                 f"{c['must_not_cite_hit_questions']} |"
             )
     return "\n".join(out)

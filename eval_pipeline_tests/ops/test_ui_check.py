@@ -42,6 +42,7 @@ needs_chromium = pytest.mark.skipif(
 CHAIN = [
     "goldens",
     "injected_graph",
+    "judge_agreement",
     "longmemeval_upstream",
     "noise_floor",
     "reconciled_graph",
@@ -162,8 +163,12 @@ def test_judge_names_every_failed_asset_and_execution_failed_check():
     runs = [RunInfo("a" * 36, "eval_chain", "FAILURE")]
     problems = judge_failure_readings(_readings(set(CHAIN), "EXECUTION_FAILED"), runs)
     assert len(problems) == 2, problems
-    assert problems[0].startswith("8 other asset(s) read Failed: goldens, injected_graph")
-    assert problems[1].startswith("9 check(s) read EXECUTION_FAILED: goldens:goldens_check")
+    assert problems[0].startswith(
+        f"{len(CHAIN) - 1} other asset(s) read Failed: goldens, injected_graph"
+    )
+    assert problems[1].startswith(
+        f"{len(CHAIN)} check(s) read EXECUTION_FAILED: goldens:goldens_check"
+    )
 
 
 def test_judge_accepts_only_the_upstream_failed():

@@ -11,7 +11,6 @@ import pytest
 
 from eval_pipeline.corpus.judge_labels import invariant_items, load_labels
 from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy
-from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
 from eval_pipeline.score.agreement import VerdictRecord, compute_agreement
 from eval_pipeline.tier2 import load_tier2, load_universe
 from eval_pipeline.tier2.invariant_judge import (
@@ -29,6 +28,7 @@ from eval_pipeline.tier2.invariant_judge import (
     signal_events,
 )
 from eval_pipeline.tier2.metrics import criteria_prompt_hash
+from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
 
 KEY = "sk-test-invariant-LEAKCANARY-777"
 GOLDEN = "t2-time-billing-2140-deploy-q1"
@@ -292,3 +292,58 @@ def test_the_labelled_set_checks_the_invariant_judge_too(goldens, universe):
     )
     assert res.accuracy.estimate == 1.0 and res.kappa.estimate == 1.0
     assert res.judge.kind == "invariant_judge" and res.n_items == len(tier2)
+
+
+def test_tier2_scoring_runs_the_invariant_judge_beside_the_criteria_judge(
+    tmp_path, monkeypatch, goldens
+):
+    """`add_tier2_scores` as the scoring asset calls it, on the layer ScoringSettings builds:
+    each tier-2 row gets criteria_score and invariant_score, and the invariant dimensions."""
+    from eval_pipeline.assets.scoring import ScoringSettings, add_tier2_scores
+
+    monkeypatch.setenv("EVAL_PIPELINE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("CONFIDENT_API_KEY", raising=False)
+
+    def both(request: RecordedRequest) -> ScriptedReply:
+        text = " ".join(str(m.get("content", "")) for m in request.messages)
+        if '"InvariantGrades"' in text:
+            return _responder(request)
+        criteria = request.last_user_text.split("Criteria:\n", 1)[1].split("\n\n")[0]
+        n = len(criteria.splitlines())
+        verdicts = [{"criterion": i, "met": True, "reason": "ok"} for i in range(1, n + 1)]
+        return ScriptedReply(text=json.dumps({"verdicts": verdicts}))
+
+    golden = goldens[GOLDEN]
+    rows = [
+        {
+            "question_id": GOLDEN,
+            "tier": 2,
+            "answer": answer,
+            "retrieved_session_ids": [],
+            "metrics": {},
+            "covered": None,
+            "weakest_link": None,
+        }
+        for answer in ("Deployed 2024-03-07 09:30 UTC by raj.patel.", "dana.kim deployed it.")
+    ]
+    tier1 = {**rows[0], "question_id": "t1", "tier": 1}
+    with WireServer(responder=both) as server:
+        spec = f"openai_compatible:judge-model@{server.openai_base_url}"
+        out = add_tier2_scores(
+            [*rows, tier1], {GOLDEN: golden, "t1": {}}, layer_spec=ScoringSettings(judge=spec)
+        )
+    good, bad, untouched = out
+    assert untouched is tier1
+    assert good["metrics"]["criteria_score"]["score"] == 100.0
+    assert good["metrics"]["invariant_score"]["score"] == 90.0
+    assert good["metrics"]["invariant_score"]["passed"] is True
+    assert bad["metrics"]["invariant_score"]["score"] == 37.5
+    assert bad["metrics"]["invariant_score"]["passed"] is False
+    assert bad["invariant"]["unsupported_claims"] == ["dana.kim triggered it"]
+    assert set(good["invariant"]["dimensions"]) == set(WEIGHTS)
+    # offline: both judged tier-2 metrics unscored, never 0, and no dimensions recorded
+    offline = add_tier2_scores(rows, {GOLDEN: golden}, layer_spec=ScoringSettings())
+    for row in offline:
+        assert row["metrics"]["invariant_score"]["score"] is None
+        assert row["metrics"]["criteria_score"]["score"] is None and "invariant" not in row

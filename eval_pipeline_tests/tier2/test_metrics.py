@@ -8,7 +8,6 @@ import json
 import pytest
 
 from eval_pipeline.llm import LLMCallFailed, LLMLayer, LLMSettings, RetryPolicy
-from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
 from eval_pipeline.retrieve.results import QuestionRetrieval, RetrievedItem
 from eval_pipeline.tier2.metrics import (
     CriteriaVerdicts,
@@ -18,6 +17,7 @@ from eval_pipeline.tier2.metrics import (
     criteria_judge_batch,
     criteria_prompt_hash,
 )
+from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
 
 KEY = "sk-test-tier2-judge-0000"
 
