@@ -8,7 +8,7 @@ from typing import Any
 
 from eval_pipeline.graph import schema
 from eval_pipeline.graph.fingerprint import fixtures_fingerprint
-from eval_pipeline.graph.inject import count_problems, expected_counts, session_rows
+from eval_pipeline.graph.inject import count_problems, expected_counts, iter_session_rows
 from eval_pipeline.graph.inject import read_graph_fingerprint as read_graph_fingerprint
 from eval_pipeline.graph.store import GraphStore
 
@@ -45,14 +45,14 @@ def counts_report(
     extra_types: Iterable[str] = (),
 ) -> tuple[list[str], dict[str, Any]]:
     """(problems, expected counts) of the graph against the fixtures file."""
-    expected = expected_counts(session_rows(fixtures_path))
+    expected = expected_counts(iter_session_rows(fixtures_path))
     problems = count_problems(expected, store, extra_labels=extra_labels, extra_types=extra_types)
     return problems, expected.model_dump()
 
 
 def fingerprint_report(store: GraphStore, fixtures_path: str | Path) -> tuple[bool, dict[str, Any]]:
     """(matches, details): is the graph the one built from the current fixtures?"""
-    current = fixtures_fingerprint(session_rows(fixtures_path))
+    current = fixtures_fingerprint(iter_session_rows(fixtures_path))
     record = read_graph_fingerprint(store)
     graph_fp = record["fingerprint"] if record else None
     return graph_fp == current, {

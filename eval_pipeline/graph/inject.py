@@ -8,6 +8,10 @@ Order matters for safety and for recovery:
 5. verify the counts, and only then write the fingerprint record.
 A run killed anywhere leaves no fingerprint, so the fingerprint check fails until a re-run,
 which starts again from the wipe.
+
+The file is streamed twice (issue 18): once to validate it, count it and fingerprint it, once
+to write it, each session dropped as soon as its batch is sent. Holding every row cost ~850 MB
+at LongMemEval_S scale (~226 MB of fixtures); a second parse costs ~2 s there.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -116,10 +120,15 @@ def _fixture_problem(d: Any) -> str | None:
 
 def read_fixtures(path: str | Path) -> list[dict[str, Any]]:
     """Every fixture of the file as a dict, validated; one-line FixtureError on a problem."""
+    return list(iter_fixtures(path))
+
+
+def iter_fixtures(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The fixtures of the file one by one, each validated before it is yielded (a problem
+    further down raises only when reached: validate the whole file before acting on it)."""
     path = Path(path)
     if not path.is_file():
         raise FixtureError(f"no fixtures file at {path}: materialize session_fixtures first")
-    fixtures: list[dict[str, Any]] = []
     seen: set[str] = set()
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
@@ -141,8 +150,7 @@ def read_fixtures(path: str | Path) -> list[dict[str, Any]]:
             if d["session_id"] in seen:
                 raise FixtureError(f"{path}:{lineno}: duplicate session id {d['session_id']!r}")
             seen.add(d["session_id"])
-            fixtures.append(d)
-    return fixtures
+            yield d
 
 
 def session_row(fx: dict[str, Any]) -> dict[str, Any]:
@@ -170,19 +178,52 @@ def session_row(fx: dict[str, Any]) -> dict[str, Any]:
 
 def session_rows(path: str | Path) -> list[dict[str, Any]]:
     """The graph rows of a fixtures file (validated)."""
-    return [session_row(fx) for fx in read_fixtures(path)]
+    return list(iter_session_rows(path))
 
 
-def expected_counts(rows: list[dict[str, Any]]) -> GraphCounts:
-    turns = sum(len(r["turns"]) for r in rows)
-    return GraphCounts(
-        sessions=len(rows),
+def iter_session_rows(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The graph rows of a fixtures file, one at a time (each validated when reached)."""
+    return (session_row(fx) for fx in iter_fixtures(path))
+
+
+def expected_counts(rows: Iterable[dict[str, Any]]) -> GraphCounts:
+    return summarize(rows).counts
+
+
+class FixturesSummary(BaseModel):
+    """What one pass over the rows tells: the counts they imply, their fingerprint and their
+    question ids (sorted)."""
+
+    counts: GraphCounts
+    fingerprint: str
+    questions: list[str]
+
+
+def summarize(rows: Iterable[dict[str, Any]]) -> FixturesSummary:
+    """Counts, fingerprint and question ids of `rows` in one pass, keeping no row."""
+    sessions = turns = next_ = haystack = 0
+    questions: set[str] = set()
+
+    def counted() -> Iterator[dict[str, Any]]:
+        nonlocal sessions, turns, next_, haystack
+        for r in rows:
+            sessions += 1
+            turns += len(r["turns"])
+            next_ += max(len(r["turns"]) - 1, 0)
+            haystack += len(r["question_ids"])
+            questions.update(r["question_ids"])
+            yield r
+
+    fingerprint = fixtures_fingerprint(counted())
+    counts = GraphCounts(
+        sessions=sessions,
         turns=turns,
-        questions=len({q for r in rows for q in r["question_ids"]}),
+        questions=len(questions),
         has_turn=turns,
-        next=sum(max(len(r["turns"]) - 1, 0) for r in rows),
-        haystack=sum(len(r["question_ids"]) for r in rows),
+        next=next_,
+        haystack=haystack,
     )
+    return FixturesSummary(counts=counts, fingerprint=fingerprint, questions=sorted(questions))
 
 
 def graph_counts(store: GraphStore) -> tuple[GraphCounts, dict[str, Any]]:
@@ -231,6 +272,39 @@ def read_graph_fingerprint(store: GraphStore) -> dict[str, Any] | None:
     return rows[0] if len(rows) == 1 else None
 
 
+def _write_sessions(
+    store: GraphStore, rows: Iterable[dict[str, Any]], *, batch_turns: int, batch_bytes: int
+) -> BatchStats:
+    """Sessions grouped by turn count (one statement shape per count), each group sent as soon
+    as it holds a batch's worth of turns: the batches are those `write_batches` would cut from
+    the whole group, only interleaved across groups, and no more than one batch per group is
+    held at a time."""
+    stats = BatchStats()
+    pending: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    cost: dict[int, int] = defaultdict(int)
+
+    def flush(turns: int) -> None:
+        nonlocal stats
+        stats += store.write_batches(
+            schema.create_sessions_statement(turns),
+            pending.pop(turns),
+            batch_rows=batch_turns,
+            batch_bytes=batch_bytes,
+            row_cost=lambda row: max(len(row["turns"]), 1),
+        )
+        cost.pop(turns, None)
+
+    for row in rows:
+        turns = len(row["turns"])
+        pending[turns].append(row)
+        cost[turns] += max(turns, 1)
+        if cost[turns] >= batch_turns:
+            flush(turns)
+    for turns in sorted(pending):
+        flush(turns)
+    return stats
+
+
 def inject_fixtures(
     store: GraphStore,
     fixtures_path: str | Path,
@@ -248,9 +322,9 @@ def inject_fixtures(
         timings[name] = round(now - last, 3)
         last = now
 
-    rows = session_rows(fixtures_path)
-    expected = expected_counts(rows)
-    fingerprint = fixtures_fingerprint(rows)
+    # The whole file validated (and counted, and fingerprinted) before the graph is touched.
+    summary = summarize(iter_session_rows(fixtures_path))
+    expected, fingerprint = summary.counts, summary.fingerprint
     lap("read_fixtures")
 
     uri = store.ensure_running()
@@ -260,24 +334,20 @@ def inject_fixtures(
 
     # Maintaining the id indexes during the load measured no slower than building them after.
     store.dialect.create_indexes(store)
-    questions = sorted({q for r in rows for q in r["question_ids"]})
     store.write_batches(
-        schema.CREATE_QUESTIONS, questions, batch_rows=10_000, batch_bytes=store.batch_bytes
+        schema.CREATE_QUESTIONS,
+        summary.questions,
+        batch_rows=10_000,
+        batch_bytes=store.batch_bytes,
     )
     lap("indexes_and_questions")
 
-    by_turns: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        by_turns[len(row["turns"])].append(row)
-    stats = BatchStats()
-    for turns, group in sorted(by_turns.items()):
-        stats += store.write_batches(
-            schema.create_sessions_statement(turns),
-            group,
-            batch_rows=batch_turns or store.batch_turns,
-            batch_bytes=batch_bytes or store.batch_bytes,
-            row_cost=lambda row: max(len(row["turns"]), 1),
-        )
+    stats = _write_sessions(
+        store,
+        iter_session_rows(fixtures_path),
+        batch_turns=batch_turns or store.batch_turns,
+        batch_bytes=batch_bytes or store.batch_bytes,
+    )
     lap("sessions")
 
     store.dialect.create_fulltext_index(store)

@@ -97,25 +97,50 @@ def sources_from_indexes(indexes: list[TextIndex]) -> list[FulltextSource]:
 def search_statement(dialect: Dialect, source: SourceKind, *, scoped: bool) -> str:
     """Top `$k` of one source, optionally restricted to sessions in `$haystack`.
 
-    Each row: id, session_id, text, role, timestamp, turn_ids, score. The LIMIT sits before
-    the expansion to turns so only k nodes are expanded.
+    Each row: id, session_id, text, role, timestamp, turn_ids, score; facts add valid_at,
+    invalid_at and superseded_by (current vs history). A scoped fact search also keeps only
+    the question's namespace (`$namespace`): a session shared by many haystacks has a
+    namespaced fact per user, and a user reads only their own. The LIMIT sits before the
+    expansion to turns so only k nodes are expanded.
     """
-    where = "WITH node, score WHERE node.session_id IN $haystack\n" if scoped else ""
+    where = ""
+    if scoped:
+        where = "WITH node, score WHERE node.session_id IN $haystack"
+        if source.kind == "fact":
+            where += " AND (node.namespace IS NULL OR node.namespace = $namespace)"
+        where += "\n"
     top = f"WITH node, score ORDER BY score DESC, node.{source.id_property} ASC LIMIT $k\n"
+    return f"{dialect.fulltext_call()}\n{where}{top}{_tail(source)}"
+
+
+def _tail(source: SourceKind) -> str:
     if source.turn_link is None:
-        tail = (
+        return (
             f"RETURN node.{source.id_property} AS id, node.session_id AS session_id, "
             f"node.{source.text_property} AS text, node.role AS role, "
             "node.timestamp AS timestamp, [node.turn_id] AS turn_ids, score"
         )
-    else:
-        tail = (
-            f"OPTIONAL MATCH (node)-[:{source.turn_link}]->(t:{schema.TURN})\n"
-            "WITH node, score, collect(t.turn_id) AS turn_ids, min(t.timestamp) AS timestamp\n"
-            f"RETURN node.{source.id_property} AS id, node.session_id AS session_id, "
-            f"node.{source.text_property} AS text, null AS role, timestamp, turn_ids, score"
-        )
-    return f"{dialect.fulltext_call()}\n{where}{top}{tail}"
+    history = (
+        ", node.valid_at AS valid_at, node.invalid_at AS invalid_at, "
+        "node.superseded_by AS superseded_by"
+        if source.kind == "fact"
+        else ""
+    )
+    return (
+        f"OPTIONAL MATCH (node)-[:{source.turn_link}]->(t:{schema.TURN})\n"
+        "WITH node, score, collect(t.turn_id) AS turn_ids, min(t.timestamp) AS timestamp\n"
+        f"RETURN node.{source.id_property} AS id, node.session_id AS session_id, "
+        f"node.{source.text_property} AS text, null AS role, timestamp, turn_ids, score"
+        f"{history}"
+    )
+
+
+FACT_SOURCE = SOURCE_KINDS[2]
+# The successors of superseded facts a search returned: current memory is shown first.
+SUCCESSORS_STATEMENT = (
+    f"MATCH (node:{reconcile_schema.FACT}) WHERE node.fact_id IN $ids\n"
+    "WITH node, null AS score\n" + _tail(FACT_SOURCE)
+)
 
 
 def search_params(
@@ -124,6 +149,7 @@ def search_params(
     or_query: str,
     k: int,
     haystack: list[str] | None,
+    namespace: str | None = None,
 ) -> dict[str, Any]:
     params = dialect.fulltext_params(
         source.index, source.source.text_property, or_query, FETCH_LIMIT
@@ -131,6 +157,8 @@ def search_params(
     params["k"] = k
     if haystack is not None:
         params["haystack"] = haystack
+        if source.source.kind == "fact":
+            params["namespace"] = namespace
     return params
 
 
@@ -138,3 +166,97 @@ HAYSTACK_STATEMENT = (
     f"MATCH (:{schema.QUESTION} {{question_id: $question_id}})-[:{schema.HAYSTACK}]->"
     f"(s:{schema.SESSION}) RETURN s.session_id AS session_id"
 )
+
+
+# --- bounded search (issue 18) --------------------------------------------------------------
+# Common words match most of the corpus (100k+ turns at LongMemEval_S scale), and the unbounded
+# CALL loads every matching node before the haystack filter and the LIMIT. Where the dialect
+# can bound the call (`Dialect.fulltext_call_bounded`), `search` asks for the best
+# FIRST_FETCH hits, keeps the ids and scores of those in scope, and widens by FETCH_GROWTH
+# only while they cannot decide the top k; past FETCH_LIMIT it runs `search_statement`
+# itself. The rows are the same as `search_statement`'s (`exact_top` says why).
+FIRST_FETCH = 4_000
+FETCH_GROWTH = 4
+
+
+def scope_condition(source: SourceKind) -> str:
+    """What `search_statement` keeps when scoped, as one boolean expression over `node`."""
+    condition = "node.session_id IN $haystack"
+    if source.kind == "fact":
+        condition += " AND (node.namespace IS NULL OR node.namespace = $namespace)"
+    return condition
+
+
+def candidates_statement(dialect: Dialect, source: SourceKind, *, scoped: bool) -> str | None:
+    """One row: how many hits the bounded call returned (`fetched`), the lowest score among
+    them (`floor`) and `[id, score]` of those in scope (`inside`); None without a bounded
+    call."""
+    call = dialect.fulltext_call_bounded()
+    if call is None:
+        return None
+    keep = scope_condition(source) if scoped else "true"
+    return (
+        f"{call}\n"
+        "WITH count(node) AS fetched, min(score) AS floor, "
+        f"collect(CASE WHEN {keep} THEN [node.{source.id_property}, score] END) AS inside\n"
+        "RETURN fetched, floor, inside"
+    )
+
+
+def exact_top(row: dict[str, Any], k: int, fetch: int) -> list[dict[str, Any]] | None:
+    """The top k `{id, score}` in `search_statement`'s order (score descending, then id), or
+    None when the `fetch` best hits cannot decide it. They can when the call returned fewer
+    than `fetch` hits (every hit was seen), or when the k-th hit in scope scores strictly above
+    the lowest fetched score: any hit not fetched scores at most that, so it can neither
+    enter the top k nor tie with its last member."""
+    inside = [pair for pair in row.get("inside") or [] if pair and pair[0] is not None]
+    picked = sorted(
+        ({"id": pair[0], "score": float(pair[1])} for pair in inside),
+        key=lambda p: (-p["score"], str(p["id"])),
+    )
+    if int(row.get("fetched") or 0) < fetch:
+        return picked[:k]
+    if len(picked) >= k and picked[k - 1]["score"] > float(row["floor"]):
+        return picked[:k]
+    return None
+
+
+def picked_statement(source: SourceKind) -> str:
+    """The rows of `search_statement` for nodes already picked (`$picked`: id and score)."""
+    return (
+        f"UNWIND $picked AS p MATCH (node:{source.label} {{{source.id_property}: p.id}})\n"
+        f"WITH node, p.score AS score ORDER BY score DESC, node.{source.id_property} ASC\n"
+        + _tail(source)
+    )
+
+
+# (statement, params, max_rows) -> rows: the retriever's guarded, traced read.
+Read = Any
+
+
+def search(
+    read: Read,
+    dialect: Dialect,
+    source: FulltextSource,
+    or_query: str,
+    k: int,
+    haystack: list[str] | None,
+    namespace: str | None = None,
+) -> list[dict]:
+    """The rows `search_statement` gives for this source, query, k and scope, through the
+    bounded call where the dialect has one."""
+    scoped = haystack is not None
+    params = search_params(dialect, source, or_query, k, haystack, namespace=namespace)
+    bounded = candidates_statement(dialect, source.source, scoped=scoped)
+    fetch = FIRST_FETCH
+    while bounded is not None and fetch < FETCH_LIMIT:
+        rows = read(bounded, {**params, "fetch": fetch}, 1)
+        if not rows:  # an aggregate always has its row; without it, trust nothing
+            break
+        picked = exact_top(rows[0], k, fetch)
+        if picked is not None:
+            if not picked:
+                return []
+            return read(picked_statement(source.source), {"picked": picked}, k)
+        fetch *= FETCH_GROWTH
+    return read(search_statement(dialect, source.source, scoped=scoped), params, k)

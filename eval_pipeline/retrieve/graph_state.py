@@ -16,6 +16,17 @@ only; `graph_state(schema=...)` takes another source.
 
 Each element is hashed on its own and the digests are sorted, so the order a server returns
 rows in does not matter. Read label by label and type by type to bound each result set.
+
+Where the server can hash (`apoc.util.sha256` and `apoc.convert.toJson`, as ArcadeDB's Cypher
+offers), the elements are hashed there instead (issue 18): each query returns one row, the
+count and a digest of its elements' digests in id order, and nothing but those rows crosses the
+wire. On the full S graph (~600k nodes, ~2M relationships) the client-side scan decoded every
+property of every element through the Bolt driver, twice per retrieval stage. The element
+digest covers the same parts (id, labels and properties; type, endpoints and properties), so
+any write still changes it; a large label or type is hashed in id-modulo slices of at most
+`SLICE_ELEMENTS` so one aggregate stays small in the server's heap. The two paths give
+different fingerprints (their own domains), and one graph's state is only ever compared with
+a state taken the same way (`GraphState.method`).
 """
 
 from __future__ import annotations
@@ -33,8 +44,12 @@ from eval_pipeline.graph.schema import LEASE
 from eval_pipeline.retrieve.protocol import GraphReader
 
 _DOMAIN = b"eval_pipeline/graph-state/v2\n"  # v2: the schema too
+_SERVER_DOMAIN = b"eval_pipeline/graph-state/v3-server\n"  # v3: element digests server-side
 READ_TIMEOUT_S = 900.0
 MAX_ROWS = 50_000_000
+# Elements hashed in one server-side aggregate: its digests (~100 bytes each in a JVM) and the
+# sort by id stay a few tens of MB.
+SLICE_ELEMENTS = 200_000
 
 
 # A JSON-able description of the schema (types, indexes, constraints ...), hashed as is.
@@ -49,6 +64,8 @@ class GraphState(BaseModel):
     # The two parts `fingerprint` covers, each alone: nodes and relationships, and the schema.
     content_fingerprint: str = ""
     schema_fingerprint: str = ""
+    # "client": every element read and hashed here; "server": hashed by the server.
+    method: str = "client"
 
 
 def _digest(obj: Any) -> bytes:
@@ -66,23 +83,75 @@ def schema_state(store: Any) -> Any:
     return describe(store) if callable(describe) else None
 
 
-def graph_state(store: GraphReader, *, schema: SchemaSource | None = None) -> GraphState:
+def server_hashes(store: GraphReader) -> bool:
+    """Whether the server hashes in Cypher (`apoc.util.sha256`, `apoc.convert.toJson`)."""
+    try:
+        rows = _read(store, "RETURN apoc.util.sha256([apoc.convert.toJson({a: 1})]) AS h")
+    except Exception:  # an unknown function is a query error on every backend
+        return False
+    return len(rows) == 1 and isinstance(rows[0].get("h"), str) and len(rows[0]["h"]) == 64
+
+
+def graph_state(
+    store: GraphReader,
+    *,
+    schema: SchemaSource | None = None,
+    server_side: bool | None = None,
+) -> GraphState:
     """Hash every node and relationship currently in the graph, and its schema.
 
     `schema` returns the schema description to hash; by default `schema_state(store)`.
+    `server_side`: hash on the server (default: when it can, see `server_hashes`).
     """
     started = time.perf_counter()
-    digests: list[bytes] = []
     described = schema() if schema is not None else schema_state(store)
     schema_digest = _digest(["schema", described])
-    labels = [
-        r["label"]
-        for r in _read(store, "MATCH (n) UNWIND labels(n) AS label RETURN DISTINCT label")
-    ]
+    if server_side is None:
+        server_side = server_hashes(store)
+    if server_side:
+        digests, nodes, relationships = _server_content(store)
+        domain = _SERVER_DOMAIN
+    else:
+        digests, nodes, relationships = _client_content(store)
+        domain = _DOMAIN
+    return GraphState(
+        fingerprint=_combine([*digests, schema_digest], domain),
+        nodes=nodes,
+        relationships=relationships,
+        seconds=round(time.perf_counter() - started, 3),
+        content_fingerprint=_combine(digests, domain),
+        schema_fingerprint="sha256:" + schema_digest.hex(),
+        method="server" if server_side else "client",
+    )
+
+
+def _labels(store: GraphReader, *, listed: bool = False) -> list[str]:
+    """Labels in use; with `listed`, the dialect's listing instead (no scan; it may name
+    empty labels too, which add no content)."""
+    listing = getattr(getattr(store, "dialect", None), "labels", None)
+    if listed and callable(listing):
+        return sorted(listing(store))
+    rows = _read(store, "MATCH (n) UNWIND labels(n) AS label RETURN DISTINCT label")
+    return sorted(r["label"] for r in rows)
+
+
+def _types(store: GraphReader, *, listed: bool = False) -> list[str]:
+    """Relationship types in use; with `listed`, the dialect's listing instead (no scan; it may
+    name empty types too, which add no content)."""
+    listing = getattr(getattr(store, "dialect", None), "relationship_types", None)
+    if listed and callable(listing):
+        return sorted(listing(store))
+    rows = _read(store, "MATCH ()-[r]->() RETURN DISTINCT type(r) AS type")
+    return sorted(r["type"] for r in rows)
+
+
+def _client_content(store: GraphReader) -> tuple[list[bytes], int, int]:
+    """(element digests, nodes, relationships), every element read and hashed here."""
+    digests: list[bytes] = []
     nodes = 0
     # A node with several labels is read once per label: same digest, so dedupe by id.
     seen_ids: set[Any] = set()
-    for label in sorted(labels):
+    for label in _labels(store):
         if label == LEASE:  # renewed by the chain's heartbeat while retrieval runs
             continue
         for row in _read(
@@ -103,9 +172,8 @@ def graph_state(store: GraphReader, *, schema: SchemaSource | None = None) -> Gr
         nodes += 1
         digests.append(_digest(["n", row["id"], [], row["props"]]))
 
-    types = [r["type"] for r in _read(store, "MATCH ()-[r]->() RETURN DISTINCT type(r) AS type")]
     relationships = 0
-    for rel in sorted(types):
+    for rel in _types(store):
         for row in _read(
             store,
             f"MATCH (a)-[r:{quote_name(rel)}]->(b) "
@@ -113,20 +181,89 @@ def graph_state(store: GraphReader, *, schema: SchemaSource | None = None) -> Gr
         ):
             relationships += 1
             digests.append(_digest(["r", rel, row["a"], row["id"], row["b"], row["props"]]))
+    return digests, nodes, relationships
 
-    content = _combine(digests)
-    return GraphState(
-        fingerprint=_combine([*digests, schema_digest]),
-        nodes=nodes,
-        relationships=relationships,
-        seconds=round(time.perf_counter() - started, 3),
-        content_fingerprint=content,
-        schema_fingerprint="sha256:" + schema_digest.hex(),
+
+# Server-side: each label's nodes (a node with several labels under the least of them, so
+# once), then each relationship type, in slices `id % $slices = $slice`; the element digests
+# of a slice are hashed in id order (within one label ArcadeDB scans in id order, so that
+# sort is nearly free; across labels it tripled the cost).
+_NODE_FILTER = "WHERE all(x IN labels(n) WHERE x >= $label) AND NOT $lease IN labels(n)"
+_NODE_DIGEST = (
+    "WITH apoc.util.sha256([toString(id(n)), apoc.convert.toJson(labels(n)), "
+    "apoc.convert.toJson(properties(n))]) AS h "
+    "RETURN count(h) AS n, apoc.util.sha256(collect(h)) AS digest"
+)
+_UNLABELLED_FILTER = "WHERE size(labels(n)) = 0"
+
+
+def _node_count(label: str | None) -> str:
+    if label is None:
+        return f"MATCH (n) {_UNLABELLED_FILTER} RETURN count(n) AS n"
+    return f"MATCH (n:{quote_name(label)}) {_NODE_FILTER} RETURN count(n) AS n"
+
+
+def _node_slice(label: str | None) -> str:
+    match = "MATCH (n)" if label is None else f"MATCH (n:{quote_name(label)})"
+    where = _UNLABELLED_FILTER if label is None else _NODE_FILTER
+    return f"{match} {where} AND id(n) % $slices = $slice WITH n ORDER BY id(n) {_NODE_DIGEST}"
+
+
+def _rel_count(rel: str) -> str:
+    return f"MATCH ()-[r:{quote_name(rel)}]->() RETURN count(r) AS n"
+
+
+def _rel_slice(rel: str) -> str:
+    return (
+        f"MATCH (a)-[r:{quote_name(rel)}]->(b) WHERE id(r) % $slices = $slice "
+        "WITH a, r, b ORDER BY id(r) "
+        "WITH apoc.util.sha256([toString(id(a)), toString(id(r)), toString(id(b)), "
+        "apoc.convert.toJson(properties(r))]) AS h "
+        "RETURN count(h) AS n, apoc.util.sha256(collect(h)) AS digest"
     )
 
 
-def _combine(digests: list[bytes]) -> str:
-    h = hashlib.sha256(_DOMAIN)
+def _slices(
+    store: GraphReader, what: str, count_query: str, slice_query: str, label: str | None = None
+) -> tuple[list[bytes], int]:
+    params: dict[str, Any] = {"lease": LEASE, "label": label}
+    total = int(store.read(count_query, params, timeout_s=READ_TIMEOUT_S)[0]["n"])
+    if total == 0:  # an empty type is no content (the schema covers that it exists)
+        return [], 0
+    slices = max(1, -(-total // SLICE_ELEMENTS))
+    digests: list[bytes] = []
+    counted = 0
+    for i in range(slices):
+        row = store.read(
+            slice_query, {**params, "slices": slices, "slice": i}, timeout_s=READ_TIMEOUT_S
+        )[0]
+        counted += int(row["n"])
+        digests.append(_digest([what, slices, i, int(row["n"]), row["digest"]]))
+    return digests, counted
+
+
+def _server_content(store: GraphReader) -> tuple[list[bytes], int, int]:
+    """(slice digests, nodes, relationships), the elements hashed by the server."""
+    digests: list[bytes] = []
+    nodes = 0
+    for label in [*_labels(store, listed=True), None]:
+        if label == LEASE:  # renewed by the chain's heartbeat while retrieval runs
+            continue
+        found, count = _slices(
+            store, f"n:{label or ''}", _node_count(label), _node_slice(label), label
+        )
+        digests += found
+        nodes += count
+    relationships = 0
+    for rel in _types(store, listed=True):
+        found, count = _slices(store, f"r:{rel}", _rel_count(rel), _rel_slice(rel))
+        digests += found
+        relationships += count
+    return digests, nodes, relationships
+
+
+def _combine(digests: list[bytes], domain: bytes = _DOMAIN) -> str:
+    h = hashlib.sha256(domain)
     for d in sorted(digests):
         h.update(d)
     return "sha256:" + h.hexdigest()

@@ -194,3 +194,35 @@ def test_killed_server_gives_a_clear_error_and_a_rerun_recovers(
     assert report.counts == expected
     assert graph_counts(store)[0] == expected
     assert checks.fingerprint_report(store, path)[0] is True
+
+
+def test_streamed_injection_in_small_interleaved_batches_is_exact(
+    store: GraphStore, fixtures_file: Path
+) -> None:
+    """Issue 18: rows are streamed and each turn-count group is sent as soon as it holds a
+    batch, so the groups interleave; the graph is the same, whatever the batch size."""
+    from eval_pipeline.graph.fingerprint import fixtures_fingerprint
+    from eval_pipeline.graph.inject import summarize
+
+    rows = session_rows(fixtures_file)
+    summary = summarize(iter(rows))
+    assert summary.counts == expected_counts(rows)
+    assert summary.fingerprint == fixtures_fingerprint(rows)
+    assert summary.questions == sorted({q for r in rows for q in r["question_ids"]})
+
+    contents = []
+    for batch_turns in (1, 2, 7, 10_000):
+        report = inject_fixtures(store, fixtures_file, batch_turns=batch_turns)
+        assert report.counts == summary.counts and report.fingerprint == summary.fingerprint
+        assert checks.counts_report(store, fixtures_file)[0] == []
+        assert checks.fingerprint_report(store, fixtures_file)[0]
+        contents.append(
+            store.read(
+                "MATCH (s:Session)-[:HAS_TURN]->(t:Turn) OPTIONAL MATCH (t)-[:NEXT]->(n:Turn) "
+                "RETURN s.session_id AS s, t.turn_id AS t, t.text AS text, n.turn_id AS next "
+                "ORDER BY t",
+                max_rows=10_000,
+            )
+        )
+    assert all(c == contents[0] for c in contents) and len(contents[0]) == summary.counts.turns
+    assert report.batches >= 1

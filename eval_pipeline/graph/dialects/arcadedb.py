@@ -246,6 +246,14 @@ class ArcadeDBDialect(Dialect):
         # No implicit result limit (probed: 3,000 matches of one term all come back).
         return "CALL db.index.fulltext.queryNodes($index, $query) YIELD node, score"
 
+    def fulltext_call_bounded(self) -> str:
+        # The options map's limit keeps Lucene's top hits by score (probed on 26.10.x: the
+        # same ids and scores, in score order, as the first rows of the unbounded call);
+        # only those nodes are loaded, where the unbounded call loads every match.
+        return (
+            "CALL db.index.fulltext.queryNodes($index, $query, {limit: $fetch}) YIELD node, score"
+        )
+
     def fulltext_example(self, index: str, prop: str) -> str:
         return (
             f"CALL db.index.fulltext.queryNodes('{index}', 'word1 OR word2') "

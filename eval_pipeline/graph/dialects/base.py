@@ -199,6 +199,8 @@ def _records_phrase(total: int, by_name: Mapping[str, int], noun: str) -> str:
 
 class Dialect:
     name = "portable"
+    # The database a run names when the user gives none.
+    default_database = "eval"
 
     # --- connection ---------------------------------------------------------------------
 
@@ -283,6 +285,12 @@ class Dialect:
         """The CALL clause yielding `node, score` for `$index` and `$query` (and `$fetch`,
         how many hits to ask the engine for, where it takes one)."""
         raise NotImplementedError
+
+    def fulltext_call_bounded(self) -> str | None:
+        """A CALL clause like `fulltext_call` that yields only the best `$fetch` hits, in score
+        order (None where the engine has none): retrieval asks for the top hits first and
+        widens only when they cannot decide its top k (`retrieve.fulltext_queries.search`)."""
+        return None
 
     def fulltext_query(self, prop: str, or_query: str) -> str:
         """The engine's query string over `prop` for an escaped disjunction of terms."""
