@@ -30,13 +30,13 @@ from eval_pipeline.corpus.generate import generate
 from eval_pipeline.corpus.jsonl import write_jsonl
 from eval_pipeline.corpus.models import FixtureTurn, SessionFixture
 from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy, RoleConfig
-from eval_pipeline_tests.wire_server import WireServerProcess
 from eval_pipeline.reconcile import load_reconciler, reconcile_pending
 from eval_pipeline.reconcile.extractive import ExtractiveReconciler
 from eval_pipeline.reconcile.models import SessionInput, SessionTurn
 from eval_pipeline.reconcile.runner import ReconcileReport
 from eval_pipeline.reconcile.session_graph import InMemorySessionGraph
 from eval_pipeline.settings import state_dir
+from eval_pipeline_tests.wire_server import WireServerProcess
 
 RESPONDER = "eval_pipeline_tests.reconcile.fake_model:respond_after_100ms"
 DELAY_S = 0.1

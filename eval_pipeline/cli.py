@@ -121,7 +121,34 @@ RUN_OPTION_KEYS = (
     "verbose",
     "tier",
     "light",
+    *(
+        f"{role}_{setting}"
+        for role in ("reader", "judge", "retrieval_agent", "reconciler")
+        for setting in ("timeout", "concurrency", "max_tokens", "structured_output")
+    ),
 )
+
+
+def _add_llm_role_options(p: argparse.ArgumentParser) -> None:
+    """--ROLE-timeout, --ROLE-concurrency, --ROLE-max-tokens, --ROLE-structured-output for
+    each model role. Unset: the provider's default (for `local`: 600 s, one request at a
+    time, an output budget sized per role; elsewhere 60 s, 8 in flight, 1024 tokens)."""
+    from eval_pipeline.llm.config import STRUCTURED_OUTPUT_MODES
+
+    g = p.add_argument_group(
+        "per-role LLM settings",
+        "ROLE is reader, judge, retrieval-agent or reconciler; unset: the provider's default "
+        "(local: 600 s timeout, concurrency 1, max tokens per role)",
+    )
+    for role in ("reader", "judge", "retrieval-agent", "reconciler"):
+        g.add_argument(f"--{role}-timeout", type=float, metavar="S", help="seconds per request")
+        g.add_argument(f"--{role}-concurrency", type=int, metavar="N", help="requests in flight")
+        g.add_argument(f"--{role}-max-tokens", type=int, metavar="N", help="output token budget")
+        g.add_argument(
+            f"--{role}-structured-output",
+            choices=STRUCTURED_OUTPUT_MODES,
+            help="first mode tried; a server refusing it is asked in the next",
+        )
 
 
 def run_options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -188,6 +215,54 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_chain(run_options_from_args(args))
 
 
+def cmd_judge_check(args: argparse.Namespace) -> int:
+    """Thin: the check itself is `score.judge_check`; a bad input is one line, exit 2."""
+    from eval_pipeline.score.judge_check import JudgeCheckError, run_judge_check, summary_lines
+
+    try:
+        outcome = run_judge_check(
+            args.judge,
+            labels=args.labels,
+            probes=args.probes,
+            with_probes=not args.no_probes,
+            with_invariant=not args.no_invariant,
+            out_dir=args.out,
+            concurrency=args.concurrency,
+        )
+    except JudgeCheckError as exc:
+        raise UsageError(str(exc)) from None
+    for line in summary_lines(outcome):
+        print(line)
+    print(f"stored: {', '.join(str(p) for p in outcome.stored)}")
+    print(f"wall time: {outcome.wall_s:.1f} s")
+    print(outcome.out_dir)
+    return 0
+
+
+def _add_judge_check(sub) -> None:
+    p = sub.add_parser(
+        "judge-check",
+        help="measure a judge against the labelled set: verdicts.jsonl, agreement.json",
+        description="Runs the judge exactly as scoring does over every labelled item (and the "
+        "bias probes), writes DIR/verdicts.jsonl and DIR/agreement.json, and stores the "
+        "result keyed by judge and prompt hash for run manifests, compare and reports.",
+    )
+    p.add_argument("--judge", required=True, metavar="P:MODEL", help="the judge to check")
+    p.add_argument(
+        "--labels", metavar="FILE", help="label file (default corpus/judge/labels.jsonl)"
+    )
+    p.add_argument(
+        "--probes", metavar="FILE", help="probe file (default corpus/judge/probes.jsonl)"
+    )
+    p.add_argument("--no-probes", action="store_true", help="skip the bias probes")
+    p.add_argument(
+        "--no-invariant", action="store_true", help="skip tier 2's invariant judge check"
+    )
+    p.add_argument("--out", metavar="DIR", help="default: a new dir under <state>/judge_checks")
+    p.add_argument("--concurrency", type=int, default=4, metavar="N", help="calls in flight")
+    p.set_defaults(func=cmd_judge_check)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="eval-pipeline", description="Evaluate agent-memory context graphs on LongMemEval."
@@ -203,7 +278,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_corpus_options(p, upstream_required=False)
     p.add_argument("--runs-dir", metavar="DIR", help="where run bundles go")
     p.add_argument("--label", metavar="L", help="a label in the run directory name")
-    p.add_argument("--reconciler", metavar="NAME", help="none | extractive | llm | pkg.mod:Class")
+    p.add_argument(
+        "--reconciler",
+        metavar="NAME",
+        help="none | extractive | consolidating | llm | pkg.mod:Class",
+    )
     p.add_argument("--reconciler-model", metavar="P:MODEL", help="model for --reconciler llm")
     p.add_argument("--retriever", metavar="NAME", help="fulltext | graph_agent | pkg.mod:Class")
     p.add_argument("--retrieval-agent", metavar="P:MODEL", help="model for graph_agent")
@@ -257,16 +336,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="also print Dagster's own log lines (by default: one line per stage)",
     )
+    _add_llm_role_options(p)
     p.add_argument(
         "--config", metavar="FILE", help="YAML/JSON file of the same options (top-k or top_k)"
     )
     p.set_defaults(func=cmd_run, _run_parser=p)
 
     from eval_pipeline.graph.cli import register as register_graph
+    from eval_pipeline.llm.cli import register as register_llm
     from eval_pipeline.ops.cli import register as register_ops
     from eval_pipeline.runs.cli import register as register_runs
 
     register_graph(sub)
+    register_llm(sub)
+    _add_judge_check(sub)
     register_runs(sub)
     register_ops(sub)
     return parser

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply
 from eval_pipeline_tests.reconcile import fake_model
+from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply
 
 
 def presented_key(request: RecordedRequest) -> str:

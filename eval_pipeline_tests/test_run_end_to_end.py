@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline.corpus.jsonl import read_jsonl
-from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 from eval_pipeline.runs.bundle import BUNDLE_FILES
 from eval_pipeline_tests.bundle_checks import assert_summary_recomputes
+from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 
 EXE = str(Path(sys.executable).with_name("eval-pipeline"))
 KEY = "sk-test-e2e-LEAKCANARY-31415926"
@@ -59,7 +59,12 @@ def test_offline_run_writes_a_complete_bundle(offline_run):
     assert pins["graph"]["backend"] == "arcadedb" and pins["graph"]["fingerprint"]
     assert pins["reconciler"]["name"] == "extractive"
     assert pins["retriever"]["retriever"] == "fulltext" and pins["scope"] == "question"
-    assert pins["judge"] == {"model": "offline", "prompt_hash": None, "criteria_prompt_hash": None}
+    assert pins["judge"] == {
+        "model": "offline",
+        "prompt_hash": None,
+        "criteria_prompt_hash": None,
+        "role": None,
+    }
     assert pins["tokenizer"]["tokenizer"] == "o200k_base"
     assert set(manifest["stages"]) >= {"injected_graph", "retrieval_results", "scored_run"}
     rows = list(read_jsonl(run_dir / "results.jsonl"))

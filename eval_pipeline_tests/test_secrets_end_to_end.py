@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline_tests.wire_server import WireServer
 from eval_pipeline.settings import REPO_DIR
 from eval_pipeline_tests.echo_server import echo
+from eval_pipeline_tests.wire_server import WireServer
 
 EXE = str(Path(sys.executable).with_name("eval-pipeline"))
 SECRETS = {

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline.corpus.jsonl import read_jsonl
-from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 from eval_pipeline.score.retrieval_metrics import LEVELS, VARIANTS
 from eval_pipeline.settings import REPO_DIR
 from eval_pipeline_tests.bundle_checks import assert_summary_recomputes
 from eval_pipeline_tests.flaky_plugins import flaky_fate
+from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 
 BIN = Path(sys.executable).parent
 EXE = str(BIN / "eval-pipeline")

@@ -7,6 +7,10 @@ what it distils into the same graph, and reports how much of the graph it manage
 The data lives in the graph; the asset returns a MaterializeResult and publishes a run-scoped
 record of its pins (`artifacts.py`).
 
+Memory-formation checks (`reconcile.memory_checks`): no duplicate entities within a
+namespace, every superseded fact has its successor, every fact and chunk leads back to its
+turns.
+
 Wiring (in definitions.py): resources `graph` (GraphStore) and `reconcile` (ReconcilerSettings);
 assets RECONCILE_ASSETS, checks RECONCILE_CHECKS.
 """
@@ -25,8 +29,9 @@ from eval_pipeline.assets.resources import ProjectPaths, json_options
 from eval_pipeline.graph.checks import graph_holds
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMConfigError, LLMLayer, LLMSettings
+from eval_pipeline.llm.config import parse_role_settings
 from eval_pipeline.ops.sensors import records_failures
-from eval_pipeline.reconcile import schema
+from eval_pipeline.reconcile import memory_checks, schema
 from eval_pipeline.reconcile.protocol import ReconcileError, pins_of
 from eval_pipeline.reconcile.reader import read_statuses, status_counts
 from eval_pipeline.reconcile.registry import DEFAULT_RECONCILER, load_reconciler
@@ -62,7 +67,14 @@ class ReconcilerSettings(dg.ConfigurableResource):
         default="offline",
         description="PROVIDER:MODEL[@BASE_URL] for the reconciler role (the llm reconciler)",
     )
-    llm_concurrency: int = Field(default=8, ge=1, description="the reconciler role's limit")
+    llm_concurrency: int | None = Field(
+        default=None, ge=1, description="the reconciler role's limit (unset: the provider's)"
+    )
+    llm_roles: str = Field(
+        default="{}",
+        description="JSON {role: {timeout_s, concurrency, max_tokens, structured_output}}: "
+        "per-role LLM settings (eval-pipeline run's --judge-timeout etc.)",
+    )
     llm_cache_path: str | None = Field(default=None, description="default: state dir")
     sample_identity: str | None = Field(
         default=None,
@@ -85,7 +97,12 @@ class ReconcilerSettings(dg.ConfigurableResource):
         try:
             settings = LLMSettings.from_specs(
                 {"reconciler": self.llm},
-                role_overrides={"reconciler": {"concurrency": self.llm_concurrency}},
+                role_overrides={
+                    "reconciler": {
+                        "concurrency": self.llm_concurrency,
+                        **parse_role_settings(self.llm_roles).get("reconciler", {}),
+                    }
+                },
                 **extra,
             )
             return LLMLayer(settings)
@@ -163,6 +180,8 @@ def report_metadata(report: ReconcileReport, threshold: float) -> dict[str, Any]
         "nodes_written": dg.MetadataValue.json(report.nodes_written),
         "timings": dg.MetadataValue.json(report.timings),
     }
+    if report.namespaces is not None:
+        metadata["namespaces"] = dg.MetadataValue.json(report.namespaces)
     if report.llm_usage is not None:
         metadata["llm_usage"] = dg.MetadataValue.json(report.llm_usage)
     if report.index_problems:
@@ -307,5 +326,64 @@ def reconciled_graph_is_current(context: dg.AssetCheckExecutionContext) -> dg.As
     )
 
 
+def _memory_check(
+    context: dg.AssetCheckExecutionContext,
+    graph: GraphStore,
+    check: Any,
+) -> dg.AssetCheckResult:
+    graph_check(context, graph)
+    outcome = check(graph)
+    return dg.AssetCheckResult(
+        passed=not outcome.problems,
+        description=None if not outcome.problems else "; ".join(outcome.problems),
+        metadata={
+            "problems": dg.MetadataValue.json(outcome.problems),
+            "counts": dg.MetadataValue.json(outcome.counts),
+        },
+    )
+
+
+@dg.asset_check(
+    asset=ASSET_KEY,
+    pool=GRAPH_POOL,
+    description="No two entities of one namespace name the same thing (same type and "
+    "normalised name, or one an alias of the other).",
+)
+def memory_no_duplicate_entities(
+    context: dg.AssetCheckExecutionContext, graph: GraphStore
+) -> dg.AssetCheckResult:
+    return _memory_check(context, graph, memory_checks.duplicate_entities)
+
+
+@dg.asset_check(
+    asset=ASSET_KEY,
+    pool=GRAPH_POOL,
+    description="Every superseded fact has invalid_at and a SUPERSEDED_BY edge to its "
+    "successor in its namespace.",
+)
+def memory_supersession_complete(
+    context: dg.AssetCheckExecutionContext, graph: GraphStore
+) -> dg.AssetCheckResult:
+    return _memory_check(context, graph, memory_checks.supersession_complete)
+
+
+@dg.asset_check(
+    asset=ASSET_KEY,
+    pool=GRAPH_POOL,
+    description="Every fact and chunk has provenance edges to the turns of its own session "
+    "it came from (evidence recall follows them).",
+)
+def memory_provenance_complete(
+    context: dg.AssetCheckExecutionContext, graph: GraphStore
+) -> dg.AssetCheckResult:
+    return _memory_check(context, graph, memory_checks.provenance_complete)
+
+
 RECONCILE_ASSETS = [reconciled_graph]
-RECONCILE_CHECKS = [reconcile_completeness, reconciled_graph_is_current]
+RECONCILE_CHECKS = [
+    reconcile_completeness,
+    reconciled_graph_is_current,
+    memory_no_duplicate_entities,
+    memory_supersession_complete,
+    memory_provenance_complete,
+]

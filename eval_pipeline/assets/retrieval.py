@@ -11,6 +11,7 @@ nothing is retrieved); the graph's content fingerprint is the same before and af
 no question was left unscored by the pipeline's own infrastructure (not blocking, see below).
 """
 
+import json
 import math
 import statistics
 import time
@@ -35,6 +36,7 @@ from eval_pipeline.corpus.jsonl import read_jsonl, write_jsonl
 from eval_pipeline.graph.checks import graph_holds, read_graph_fingerprint
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMConfigError, LLMLayer, LLMSettings
+from eval_pipeline.llm.config import parse_role_settings
 from eval_pipeline.ops.sensors import records_failures
 from eval_pipeline.reconcile.reader import memory_census
 from eval_pipeline.retrieve.graph_state import graph_state
@@ -45,6 +47,7 @@ from eval_pipeline.retrieve.protocol import (
     RetrieverLoadError,
     load_retriever,
 )
+from eval_pipeline.retrieve.provenance import ProvenanceResolver
 from eval_pipeline.retrieve.reader import (
     OFFLINE_SPECS,
     READER_PROMPT_VERSION,
@@ -54,6 +57,7 @@ from eval_pipeline.retrieve.reader import (
 from eval_pipeline.retrieve.results import RESULTS_SCHEMA_VERSION, QuestionRetrieval
 from eval_pipeline.retrieve.runner import RetrievalRunner, questions_from_goldens
 from eval_pipeline.score.tokens import PayloadTokenizer
+from eval_pipeline.tier2.ingestion import INGESTION_FILE, tier2_ingestion
 
 RESULTS_FILE = "retrieval_results.jsonl"
 ASSET_KEY = dg.AssetKey("retrieval_results")
@@ -86,6 +90,11 @@ class RetrievalSettings(dg.ConfigurableResource):
     query_timeout_s: float = Field(default=10.0, gt=0)
     max_rows: int = Field(default=500, ge=1, description="row cap of one agent query")
     llm_cache_path: str | None = Field(default=None, description="default: state dir")
+    llm_roles: str = Field(
+        default="{}",
+        description="JSON {role: {timeout_s, concurrency, max_tokens, structured_output}}: "
+        "per-role LLM settings (eval-pipeline run's --judge-timeout etc.)",
+    )
     sample_identity: str | None = Field(
         default=None,
         description="a repeat's sample identity (run --repeat): part of the LLM cache key, so "
@@ -123,7 +132,8 @@ class RetrievalSettings(dg.ConfigurableResource):
         if self.sample_identity:
             extra["sample_identity"] = self.sample_identity
         try:
-            return LLMLayer(LLMSettings.from_specs(specs, **extra))
+            overrides = parse_role_settings(self.llm_roles)
+            return LLMLayer(LLMSettings.from_specs(specs, role_overrides=overrides, **extra))
         except LLMConfigError as exc:
             raise dg.Failure(f"retrieval LLM: {exc}") from None
 
@@ -278,6 +288,7 @@ def retrieval_results(
                 top_k=retrieval.top_k,
                 count_tokens=tokenizer.count_context,
                 graph_alive=lambda: graph_answers(graph),
+                provenance=ProvenanceResolver(graph),
             )
             every = max(1, len(questions) // 20)
             started = time.perf_counter()
@@ -311,6 +322,10 @@ def retrieval_results(
         finally:
             if llm is not None:
                 llm.close()
+        # Tier 2's ingestion axis: what the memory held, read through its searchable texts.
+        ingestion = tier2_ingestion(graph, read_jsonl(inputs["goldens"].file(GOLDENS_FILE)))
+        if ingestion is not None:
+            (pub.stage / INGESTION_FILE).write_text(json.dumps(ingestion, indent=1), "utf-8")
         injection = read_graph_fingerprint(graph) or {}
         pub.facts.update(
             graph_current=True,

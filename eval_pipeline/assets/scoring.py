@@ -31,6 +31,7 @@ from eval_pipeline.assets.resources import ProjectPaths
 from eval_pipeline.corpus.convert import GOLDENS_FILE, MANIFEST_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.llm import LLMLayer, LLMSettings, ensure_no_confident_upload
+from eval_pipeline.llm.config import parse_role_settings
 from eval_pipeline.ops.sensors import records_failures
 from eval_pipeline.ops.tags import CHAIN_PARENT_TAG
 from eval_pipeline.retrieve.results import QuestionRetrieval
@@ -38,17 +39,21 @@ from eval_pipeline.runs.bundle import write_bundle
 from eval_pipeline.runs.calibrate import floor_key
 from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.report import write_run_report
+from eval_pipeline.score.judge_check import judge_agreement_pins
 from eval_pipeline.score.judges import judge_batch, offline_judge_results, prompt_hash
 from eval_pipeline.score.scorer import retrieval_unmeasured, score_question
 from eval_pipeline.score.summary import summarize, summary_markdown
 from eval_pipeline.score.tokens import PayloadTokenizer
 from eval_pipeline.settings import REPO_DIR
+from eval_pipeline.tier2.ingestion import INGESTION_FILE
+from eval_pipeline.tier2.invariant_judge import invariant_judge_batch
 from eval_pipeline.tier2.metrics import (
     add_tier2_metrics,
     criteria_judge_batch,
     criteria_prompt_hash,
 )
 from eval_pipeline.tier2.panels import tier2_panels, tier2_panels_markdown
+from eval_pipeline.tier2.pass_criteria import pass_report_markdown, tier2_pass_report
 
 RESULTS_FILE = "retrieval_results.jsonl"
 STAGES = ARTIFACT_ASSETS  # the stages a bundle's numbers come from, in chain order
@@ -59,6 +64,11 @@ class ScoringSettings(dg.ConfigurableResource):
 
     judge: str = Field(default="offline", description="offline | PROVIDER:MODEL[@BASE_URL]")
     judge_concurrency: int = Field(default=4, ge=1)
+    llm_roles: str = Field(
+        default="{}",
+        description="JSON {role: {timeout_s, concurrency, max_tokens, structured_output}}: "
+        "per-role LLM settings (eval-pipeline run's --judge-timeout etc.)",
+    )
     tokenizer: str = Field(default="o200k_base", description="pinned tiktoken encoding")
     gate_k: int = Field(default=10, ge=1, description="evidence recall gate: recall_all@k")
     runs_dir: str | None = Field(default=None, description="default: <state dir>/runs")
@@ -96,7 +106,21 @@ class ScoringSettings(dg.ConfigurableResource):
             extra["cache_path"] = Path(self.llm_cache_path)
         if self.sample_identity:
             extra["sample_identity"] = self.sample_identity
-        return LLMLayer(LLMSettings.from_specs({"judge": self.judge}, **extra))
+        overrides = parse_role_settings(self.llm_roles)
+        return LLMLayer(
+            LLMSettings.from_specs({"judge": self.judge}, role_overrides=overrides, **extra)
+        )
+
+
+def judge_role_pins(scoring: ScoringSettings) -> dict[str, Any] | None:
+    if scoring.judge == "offline":
+        return None
+    overrides = parse_role_settings(scoring.llm_roles)
+    return (
+        LLMSettings.from_specs({"judge": scoring.judge}, role_overrides=overrides)
+        .role("judge")
+        .pins()
+    )
 
 
 def code_version() -> str:
@@ -198,6 +222,17 @@ def build_manifest(
                 "criteria_prompt_hash": (
                     criteria_prompt_hash() if scoring.judge != "offline" else None
                 ),
+                # The invariant judge's pin, and the stored judge-check of each prompt.
+                **judge_agreement_pins(scoring.judge),
+                # The judge role's own pins: for `local`, the weights' sha256, the server's
+                # version and its sampling settings (the spec alone does not name the weights).
+                "role": judge_role_pins(scoring),
+            },
+            # Reader and graph-agent roles as retrieval ran them (weights sha256 for `local`).
+            "llm_roles": {
+                name: role
+                for name, role in ((retrieval_pins.get("llm") or {}).items())
+                if isinstance(role, dict) and role.get("provider") != "offline"
             },
             "gate": {"evidence_recall": f"recall_all@{scoring.gate_k}"},
             "tokenizer": tokenizer.pin(),
@@ -225,18 +260,18 @@ def add_tier2_scores(
     if not tier2:
         return rows
     layer = layer_spec.llm_layer()
+    pairs = [(goldens[rows[i]["question_id"]], rows[i]["answer"]) for i in tier2]
     try:
-        criteria = criteria_judge_batch(
-            layer,
-            [(goldens[rows[i]["question_id"]], rows[i]["answer"]) for i in tier2],
-            concurrency=layer_spec.judge_concurrency,
-        )
+        criteria = criteria_judge_batch(layer, pairs, concurrency=layer_spec.judge_concurrency)
+        # Beside the criteria judge: the invariant judge, against the signal events.
+        invariant = invariant_judge_batch(layer, pairs, concurrency=layer_spec.judge_concurrency)
     finally:
         if layer is not None:
             layer.close()
     out = list(rows)
-    for i, result in zip(tier2, criteria, strict=True):
-        out[i] = add_tier2_metrics(out[i], goldens[out[i]["question_id"]], criteria=result)
+    for i, crit, inv in zip(tier2, criteria, invariant, strict=True):
+        golden = goldens[out[i]["question_id"]]
+        out[i] = add_tier2_metrics(out[i], golden, criteria=crit, invariant=inv)
     return out
 
 
@@ -250,6 +285,10 @@ def summary_metadata(summary: dict) -> dict[str, dg.MetadataValue]:
         out[key] = dg.MetadataValue.md(summary_markdown({"tiers": {tier: tables}}))
         if s.get("panels"):
             out[f"tier{tier}_panels"] = dg.MetadataValue.md(tier2_panels_markdown(s["panels"]))
+        if s.get("pass_criteria"):
+            out[f"tier{tier}_pass_criteria"] = dg.MetadataValue.md(
+                pass_report_markdown(s["pass_criteria"])
+            )
     return out
 
 
@@ -387,6 +426,11 @@ def scored_run(
     summary = summarize(rows)
     if "2" in summary["tiers"]:
         summary["tiers"]["2"]["panels"] = tier2_panels(rows, goldens)
+        # Ingestion (read from the graph by retrieval_results), retrieval and agent use.
+        taken = retrieval.file(INGESTION_FILE)
+        ingestion = json.loads(taken.read_text("utf-8")) if taken.exists() else None
+        summary["tiers"]["2"]["ingestion"] = ingestion
+        summary["tiers"]["2"]["pass_criteria"] = tier2_pass_report(rows, goldens, ingestion)
     corpus_manifest = json.loads(
         retrieval.inputs["session_fixtures"].file(MANIFEST_FILE).read_text(encoding="utf-8")
     )

@@ -1,4 +1,4 @@
-"""Reconciliation: memory formation over the injected graph, one session at a time.
+"""Reconciliation: memory formation over the injected graph, per session and per namespace.
 
 Modules, by what they hold:
   schema          the graph schema reconcilers write (labels, properties, ids), versioned
@@ -7,6 +7,12 @@ Modules, by what they hold:
   none            built-in `none`: raw turns only
   extractive      built-in `extractive` (default): chunks, rule-based entities, episode
   llm_reconciler  built-in `llm`: facts + entities and a summary through the LLM layer
+  consolidating   built-in `consolidating`: per-namespace, time-ordered, supersedes facts
+  fact_rules      the statements `consolidating` finds (subject, attribute, value)
+  memory_system   IngestSchema and MemorySystem (documented in eval_pipeline.memory_system)
+  namespace       namespaces, NamespaceView and the ChangeSet a consolidation returns
+  namespace_graph namespaces in the graph: read the view, consolidate, write one per txn
+  memory_checks   memory-formation guarantees (duplicates, supersession, provenance)
   registry        load a built-in or a `package.module:ClassName` plug-in
   sentences, chunking, entity_rules, value_rules, gazetteer, summary
                   the extractive rules, each testable on its own

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from eval_pipeline.reconcile import schema
 from eval_pipeline.reconcile.chunking import chunk_spans
 from eval_pipeline.reconcile.entity_rules import FoundEntity, find_entities
+from eval_pipeline.reconcile.memory_system import SESSION_SCHEMA
 from eval_pipeline.reconcile.models import (
     MemoryChunk,
     MemoryEntity,
@@ -41,6 +42,7 @@ class ExtractiveConfig(BaseModel):
 class ExtractiveReconciler(BaseReconciler):
     name = "extractive"
     version = "1"
+    schema = SESSION_SCHEMA
 
     def __init__(self, **config: Any) -> None:
         self.config = ExtractiveConfig(**config)  # type: ignore[assignment]

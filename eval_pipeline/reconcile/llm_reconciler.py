@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from eval_pipeline.llm import LLMLayer, OfflineRoleError
 from eval_pipeline.reconcile import schema
+from eval_pipeline.reconcile.memory_system import SESSION_SCHEMA
 from eval_pipeline.reconcile.models import (
     EntityType,
     FactType,
@@ -188,6 +189,7 @@ def memory_from_extraction(
 class LLMReconciler(BaseReconciler):
     name = "llm"
     version = "1"
+    schema = SESSION_SCHEMA
 
     def __init__(self, llm: LLMLayer | None = None, **config: Any) -> None:
         self.config = LLMReconcilerConfig(**config)  # type: ignore[assignment]

@@ -3,6 +3,7 @@ retrieval runs over the injected graph as is (the baseline every memory system m
 
 from __future__ import annotations
 
+from eval_pipeline.reconcile.memory_system import NONE_SCHEMA
 from eval_pipeline.reconcile.models import SessionInput, SessionMemory
 from eval_pipeline.reconcile.protocol import BaseReconciler
 
@@ -10,6 +11,7 @@ from eval_pipeline.reconcile.protocol import BaseReconciler
 class NoneReconciler(BaseReconciler):
     name = "none"
     version = "1"
+    schema = NONE_SCHEMA
 
     def __init__(self) -> None:
         super().__init__()

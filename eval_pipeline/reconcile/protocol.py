@@ -70,12 +70,18 @@ def reconciler_pins(reconciler: object) -> dict[str, Any]:
     config = getattr(reconciler, "config", None)
     if hasattr(config, "model_dump"):
         config = config.model_dump(mode="json")
-    return {
+    pins = {
         "name": str(getattr(reconciler, "name", cls.__name__)),
         "version": str(getattr(reconciler, "version", "unknown")),
         "config": config if config is not None else {},
         "class": f"{cls.__module__}:{cls.__qualname__}",
     }
+    # The ingest schema it declares (`memory_system.IngestSchema`): its version is part of
+    # the pins key every session records, so memory under another schema is redone.
+    schema = getattr(reconciler, "schema", None)
+    if callable(getattr(schema, "pins", None)):
+        pins["schema"] = schema.pins()
+    return pins
 
 
 def pins_of(reconciler: object) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Find a reconciler by name: a built-in (`none`, `extractive`, `llm`) or a plug-in given by
-import path (`package.module:ClassName`), constructed with its config as keyword arguments.
+"""Find a reconciler by name: a built-in (`none`, `extractive`, `llm`, `consolidating`) or a
+plug-in given by import path (`package.module:ClassName`), constructed with its config as
+keyword arguments.
 
 Every way this can go wrong ends in one `ReconcilerLoadError` that says which step failed
 (the spec, the import, the attribute, the class, the construction) and what to do.
@@ -15,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from eval_pipeline.llm import LLMLayer
+from eval_pipeline.reconcile.consolidating import ConsolidatingReconciler
 from eval_pipeline.reconcile.extractive import ExtractiveReconciler
 from eval_pipeline.reconcile.llm_reconciler import LLMReconciler
 from eval_pipeline.reconcile.none import NoneReconciler
@@ -24,6 +26,7 @@ BUILTINS: dict[str, type] = {
     "none": NoneReconciler,
     "extractive": ExtractiveReconciler,
     "llm": LLMReconciler,
+    "consolidating": ConsolidatingReconciler,
 }
 DEFAULT_RECONCILER = "extractive"
 

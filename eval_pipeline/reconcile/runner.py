@@ -13,6 +13,11 @@ One session failing — the reconciler raising, invalid output, a write the serv
 marks that session `failed` with the reason and the batch goes on. The graph itself failing
 (unreachable, or refusing even the failure mark) stops the run: a re-run resumes where it
 stopped, because finished sessions are `done` in the graph.
+
+A namespaced reconciler (`memory_system.MemorySystem`, e.g. `consolidating`) gets a second
+pass over a graph store once the sessions are written: `namespace_graph.consolidate_namespaces`
+(per namespace, sessions in time order). An `InMemorySessionGraph` has no haystacks, so there
+only the per-session pass runs.
 """
 
 from __future__ import annotations
@@ -31,9 +36,10 @@ from pydantic import BaseModel, ConfigDict
 from eval_pipeline.llm import redact
 from eval_pipeline.reconcile import schema
 from eval_pipeline.reconcile.models import SessionInput, SessionMemory
+from eval_pipeline.reconcile.namespace_graph import clear_all_namespaces, consolidate_namespaces
 from eval_pipeline.reconcile.protocol import ReconcilerUnavailable, pins_of
 from eval_pipeline.reconcile.reader import status_counts
-from eval_pipeline.reconcile.session_graph import as_session_graph
+from eval_pipeline.reconcile.session_graph import StoreSessionGraph, as_session_graph
 
 LOAD_BATCH = 200  # sessions per read: ~2k turns, ~2.5 MB on LongMemEval_S
 # A run over at least this many sessions (and a tenth of the graph) is a bulk run: full-text
@@ -79,6 +85,7 @@ class ReconcileReport(BaseModel):
     timings: dict[str, float]
     llm_usage: dict[str, Any] | None = None
     index_problems: list[str] = []
+    namespaces: dict[str, Any] | None = None  # a namespaced reconciler's consolidation
 
     @property
     def failed(self) -> int:
@@ -182,6 +189,13 @@ async def reconcile_pending_async(
     skipped = len(statuses) - len(to_do)
     bulk = len(to_do) >= max(BULK_MIN_SESSIONS, len(statuses) // 10)
     index_problems = await asyncio.to_thread(graph.prepare, bulk=bulk)
+    declared = getattr(reconciler, "schema", None)  # memory_system.IngestSchema, if any
+    namespaced = bool(getattr(reconciler, "namespaced", getattr(declared, "namespaced", False)))
+    store = graph.store if isinstance(graph, StoreSessionGraph) else None
+    if not namespaced and store is not None and foreign:
+        # A session-level reconciler takes over: no namespace memory may outlive it.
+        await asyncio.to_thread(clear_all_namespaces, store)
+    touched: set[str] = set()
 
     sessions_q: asyncio.Queue[SessionInput | None] = asyncio.Queue(maxsize=concurrency * 2)
     results_q: asyncio.Queue[tuple[SessionInput, SessionMemory | BaseException] | None] = (
@@ -227,6 +241,7 @@ async def reconcile_pending_async(
                         graph.write, outcome, version=version, replace=replace, pins_key=key
                     )
                     done += 1
+                    touched.add(session.session_id)
                     for label, n in outcome.node_counts().items():
                         written[label] += n
                 except Exception as exc:  # refused by the server: this session fails
@@ -279,6 +294,12 @@ async def reconcile_pending_async(
         close = getattr(reconciler, "aclose", None)
         if close is not None:
             await close()
+    namespace_report: dict[str, Any] | None = None
+    if namespaced and store is not None:
+        consolidation = await asyncio.to_thread(
+            consolidate_namespaces, store, reconciler, pins_key=key, touched=touched
+        )
+        namespace_report = consolidation.model_dump()
     run_s = time.perf_counter() - started
 
     await asyncio.to_thread(graph.record, key, pins)
@@ -286,9 +307,10 @@ async def reconcile_pending_async(
     counts_after = status_counts(statuses_after)
     total = len(statuses_after)
     graph_nodes = await asyncio.to_thread(graph.node_counts)
-    index_problems += await asyncio.to_thread(
-        graph.finish, {label for label, n in graph_nodes.items() if n}
-    )
+    indexed = {label for label, n in graph_nodes.items() if n}
+    if callable(getattr(declared, "searchable_labels", None)):
+        indexed &= declared.searchable_labels()  # retrieval searches what the schema declares
+    index_problems += await asyncio.to_thread(graph.finish, indexed)
     usage_of = getattr(reconciler, "usage", None)
     failures.sort(key=lambda f: f.session_id)
     return ReconcileReport(
@@ -309,6 +331,7 @@ async def reconcile_pending_async(
         timings=_timings(run_s, time.perf_counter() - started, reconcile_times, write_times),
         llm_usage=usage_of() if callable(usage_of) else None,
         index_problems=index_problems,
+        namespaces=namespace_report,
     )
 
 

@@ -34,6 +34,12 @@ only ever sees what the injected graph holds, and the writer only writes the fie
                                           reconciler})
     (:Episode)-[:COVERS]->(:Turn)                  every turn of the session
 
+Namespaced memory (the `consolidating` reconciler; `namespace_graph` has the details):
+Entity and Fact nodes with a `namespace` (one user's history, or tier 2's organisation),
+Fact.invalid_at / Fact.superseded_by with (:Fact)-[:SUPERSEDED_BY]->(:Fact), and one
+(:MemoryNamespace {namespace, pins_key, sessions, ...}) per consolidated namespace.
+Session-level reconcilers leave `namespace` unset.
+
 Indexes: unique on Entity.key, Chunk.chunk_id, Fact.fact_id, Episode.episode_id; full-text
 on Chunk.text, Fact.text and Episode.summary (see FULLTEXT).
 
@@ -50,7 +56,9 @@ from typing import Any
 
 from eval_pipeline.graph import schema as graph_schema
 
-RECONCILE_SCHEMA_VERSION = 1
+# 2: namespaces (per-user / per-organisation entities and facts, `MemoryNamespace`), facts
+# with invalid_at / superseded_by and SUPERSEDED_BY edges (see `namespace_graph`).
+RECONCILE_SCHEMA_VERSION = 2
 
 # Labels and relationship types this stage creates (the graph wipe removes them all).
 MEMORY = graph_schema.MEMORY  # bookkeeping: which configurations made the graph's memory
@@ -58,7 +66,8 @@ CHUNK = "Chunk"
 ENTITY = "Entity"
 FACT = "Fact"
 EPISODE = "Episode"
-NODE_LABELS: tuple[str, ...] = (CHUNK, ENTITY, FACT, EPISODE)
+NAMESPACE = "MemoryNamespace"  # what a namespace's consolidation covered (namespace_graph)
+NODE_LABELS: tuple[str, ...] = (CHUNK, ENTITY, FACT, EPISODE, NAMESPACE)
 RELATIONSHIP_TYPES: tuple[str, ...] = (
     "HAS_CHUNK",
     "FROM_TURN",
@@ -67,7 +76,10 @@ RELATIONSHIP_TYPES: tuple[str, ...] = (
     "ABOUT",
     "HAS_EPISODE",
     "COVERS",
+    "SUPERSEDED_BY",
 )
+# The provenance edge of each memory label: node → the turns it came from.
+PROVENANCE: dict[str, str] = {CHUNK: "FROM_TURN", FACT: "FROM_TURN", EPISODE: "COVERS"}
 
 # Values of Session.reconcile_status.
 PENDING = "pending"
@@ -82,6 +94,9 @@ INDEXES: tuple[tuple[str, str, bool], ...] = (
     (CHUNK, "chunk_id", True),
     (FACT, "fact_id", True),
     (EPISODE, "episode_id", True),
+    (ENTITY, "namespace", False),
+    (FACT, "namespace", False),
+    (NAMESPACE, "namespace", False),
 )
 
 # Full-text indexes over the distilled text, created after a run for labels that have nodes

@@ -7,9 +7,13 @@ expansion is on the query side so "marathons" finds "marathon" on every backend,
 index analyzer; `stemming=False` searches the bare words (version 1's query).
 Sources: turns always; a reconciler's chunks, facts and episodes too when the graph has a
 full-text index over them (found once per run). Each source yields its own top k; the merged
-list is ranked by score and cut to k, dropping an item whose turns are all already covered by a
-better-ranked one (a chunk repeats part of its turn). Scope `question` keeps only sessions of
-the question's haystack, scope `batch` searches every session in the graph.
+list is ranked by score and cut to k, dropping a turn or chunk whose turns are all already
+covered by a better-ranked one (a chunk repeats part of its turn). Scope `question` keeps only
+sessions of the question's haystack, scope `batch` searches every session in the graph.
+Facts with history (a reconciler that supersedes, e.g. `consolidating`): a superseded fact is
+still retrieved, as history, but its current successor (fetched when the search missed it) is
+always ranked before it, and so before a turn or chunk that only says what it said; the
+reader sees it labelled "superseded".
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import logging
 from typing import Any
 
 from eval_pipeline.graph.errors import GraphError
+from eval_pipeline.reconcile.namespace import namespace_of
 from eval_pipeline.retrieve import fulltext_queries as ftq
 from eval_pipeline.retrieve.guarded_read import GuardedReader
 from eval_pipeline.retrieve.protocol import (
@@ -41,12 +46,14 @@ log = logging.getLogger(__name__)
 
 CONTEXT_FORMATS = ("dated", "text")
 HAYSTACK_MAX_ROWS = 100_000
+MAX_SUCCESSOR_HOPS = 8  # a fact superseded more often than this is shown without the rest
 
 
 class FulltextRetriever:
     name = "fulltext"
     # 2: query terms expanded into English word forms (Snowball stem + inflections).
-    version = 2
+    # 3: facts of the question's namespace only; current facts before the ones they superseded.
+    version = 3
 
     def __init__(
         self,
@@ -158,14 +165,47 @@ class FulltextRetriever:
         query = or_query(self.query_terms(terms))
         candidates: list[tuple[ftq.SourceKind, dict]] = []
         for source in sources:
-            statement = ftq.search_statement(
-                self.dialect, source.source, scoped=haystack is not None
+            # The rows of `ftq.search_statement`, fetched through the engine's bounded call
+            # where it has one (issue 18: common words match most of the corpus).
+            rows = ftq.search(
+                lambda st, p, m: self.reader.read(st, p, trace=trace, max_rows=m),
+                self.dialect,
+                source,
+                query,
+                request.top_k,
+                haystack,
+                namespace=namespace_of(request.question_id),
             )
-            params = ftq.search_params(self.dialect, source, query, request.top_k, haystack)
-            rows = self.reader.read(statement, params, trace=trace, max_rows=request.top_k)
             candidates.extend((source.source, row) for row in rows)
+        candidates += self._successors(candidates, trace)
         items, context = self._rank(candidates, request.top_k)
         return RetrievalOutput(items=items, context=context)
+
+    def _successors(
+        self, candidates: list[tuple[ftq.SourceKind, dict]], trace: RetrievalTrace
+    ) -> list[tuple[ftq.SourceKind, dict]]:
+        """The current successors of the superseded facts found, when the search missed them;
+        each gets the score of the fact it replaces (so it ranks where that fact would)."""
+        have = {str(row["id"]) for source, row in candidates if source.kind == "fact"}
+        wanted = {
+            str(row["superseded_by"]): float(row.get("score") or 0.0)
+            for source, row in candidates
+            if source.kind == "fact" and row.get("superseded_by")
+        }
+        found: list[tuple[ftq.SourceKind, dict]] = []
+        for _ in range(MAX_SUCCESSOR_HOPS):
+            missing = {i: score for i, score in wanted.items() if i not in have}
+            if not missing:
+                break
+            rows = self.reader.read(ftq.SUCCESSORS_STATEMENT, {"ids": sorted(missing)}, trace=trace)
+            wanted = {}
+            for row in rows:
+                row = {**row, "score": missing.get(str(row["id"]), 0.0)}
+                have.add(str(row["id"]))
+                found.append((ftq.FACT_SOURCE, row))
+                if row.get("superseded_by"):
+                    wanted[str(row["superseded_by"])] = row["score"]
+        return found
 
     def _rank(
         self, candidates: list[tuple[ftq.SourceKind, dict]], k: int
@@ -174,13 +214,15 @@ class FulltextRetriever:
         candidates.sort(
             key=lambda c: (-float(c[1].get("score") or 0.0), order[c[0].kind], str(c[1]["id"]))
         )
+        candidates = current_first(candidates)
         covered: set[str] = set()
         items: list[RetrievedItem] = []
         context: list[str] = []
         for source, row in candidates:
             turn_ids = sorted((str(t) for t in row.get("turn_ids") or [] if t), key=_turn_sort_key)
-            # Episodes summarise whole sessions: they neither hide turns nor get hidden.
-            if source.kind != "episode":
+            # Episodes summarise whole sessions and facts restate what turns said, in other
+            # words: they neither hide turns nor get hidden.
+            if source.kind not in ("episode", "fact"):
                 if turn_ids and covered.issuperset(turn_ids):
                     continue
                 covered.update(turn_ids)
@@ -194,6 +236,7 @@ class FulltextRetriever:
                     session_ids=sessions,
                     score=float(row["score"]) if row.get("score") is not None else None,
                     kind=source.kind,
+                    node_ids=[] if source.kind == "turn" else [str(row["id"])],
                 )
             )
             context.append(self._context_string(text, row))
@@ -206,7 +249,8 @@ class FulltextRetriever:
             return text
         when = _short_time(row.get("timestamp"))
         who = row.get("role")
-        label = ", ".join(str(p) for p in (when, who) if p)
+        until = row.get("superseded_by") and f"superseded {_short_time(row.get('invalid_at'))}"
+        label = ", ".join(str(p) for p in (when, who, until) if p)
         return f"[{label}] {text}" if label else text
 
     def pins(self) -> dict[str, Any]:
@@ -228,6 +272,53 @@ class FulltextRetriever:
             ),
             "discovery_problem": self._discovery_note,
         }
+
+
+def current_first(
+    candidates: list[tuple[ftq.SourceKind, dict]],
+) -> list[tuple[ftq.SourceKind, dict]]:
+    """Ranked candidates with outdated ones moved right after what replaced them, when that
+    ranked lower: a superseded fact after its successor, and a turn or chunk whose turns are
+    only the provenance of superseded facts after the successor of the first such fact. The
+    current value is read first; the old one stays, as history."""
+    # The candidate tuples themselves (not copies): `emit` tells them apart by identity.
+    facts = {str(c[1]["id"]): c for c in candidates if c[0].kind == "fact"}
+    current_turns: set[str] = set()
+    outdated_turns: dict[str, str] = {}  # turn id → successor fact id
+    for _, row in facts.values():
+        turns = [str(t) for t in row.get("turn_ids") or [] if t]
+        if row.get("superseded_by"):
+            for t in turns:
+                outdated_turns.setdefault(t, str(row["superseded_by"]))
+        else:
+            current_turns.update(turns)
+
+    def successor(candidate: tuple[ftq.SourceKind, dict]) -> tuple[ftq.SourceKind, dict] | None:
+        source, row = candidate
+        if source.kind == "fact":
+            return facts.get(str(row.get("superseded_by") or ""))
+        if source.kind == "episode":
+            return None
+        turns = [str(t) for t in row.get("turn_ids") or [] if t]
+        if not turns or any(t not in outdated_turns or t in current_turns for t in turns):
+            return None
+        return facts.get(outdated_turns[turns[0]])
+
+    placed: set[int] = set()
+    out: list[tuple[ftq.SourceKind, dict]] = []
+
+    def emit(candidate: tuple[ftq.SourceKind, dict], depth: int = 0) -> None:
+        if id(candidate) in placed:
+            return
+        placed.add(id(candidate))
+        after = successor(candidate)
+        if after is not None and depth < MAX_SUCCESSOR_HOPS:
+            emit(after, depth + 1)
+        out.append(candidate)
+
+    for candidate in candidates:
+        emit(candidate)
+    return out
 
 
 def _turn_sort_key(turn_id: str) -> tuple[str, int]:

@@ -347,6 +347,20 @@ def render_row(row: dict) -> str:
     return json.dumps(row, ensure_ascii=False, default=str, separators=(", ", ": "))
 
 
+def row_nodes(row: dict) -> list[str]:
+    """Values that may name a memory node (a fact, chunk or plug-in id): short strings that are
+    no text, turn id or session id. Provenance resolution looks them up, so a row naming a
+    fact counts for the fact's turns (`retrieve.provenance`)."""
+    seen: dict[str, None] = {}
+    for key, value in _walk(row):
+        if not isinstance(value, str) or not value or len(value) > 300 or _is_text_key(key):
+            continue
+        if TURN_ID_RE.match(value) or (key or "").lower().endswith("session_id"):
+            continue
+        seen.setdefault(value, None)
+    return list(seen)
+
+
 def row_item(row: dict) -> RetrievedItem:
     turns = row_turns(row)
     text = row_text(row)
@@ -355,4 +369,5 @@ def row_item(row: dict) -> RetrievedItem:
         turn_ids=turns,
         session_ids=row_sessions(row),
         kind="turn" if len(turns) == 1 and text is not None else "row",
+        node_ids=row_nodes(row),
     )

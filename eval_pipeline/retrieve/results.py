@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from eval_pipeline.failures import InfraFailure
 
 # 2: `notes` (e.g. "no match") and `infra_failures` (the pipeline's own failures: unscored).
-RESULTS_SCHEMA_VERSION = 2
+# 3: `RetrievedItem.node_ids`; `turn_ids` include the turns reached by provenance edges.
+RESULTS_SCHEMA_VERSION = 3
 
 
 class RetrievedItem(BaseModel):
@@ -22,6 +23,9 @@ class RetrievedItem(BaseModel):
     session_ids: list[str]
     score: float | None = None
     kind: str = "turn"  # turn | chunk | episode | fact | row
+    # Memory nodes the item came from (chunk, fact, episode or a plug-in's own ids): their
+    # provenance edges add the turns they came from to `turn_ids` (`retrieve.provenance`).
+    node_ids: list[str] = Field(default_factory=list)
 
 
 class QueryRecord(BaseModel):

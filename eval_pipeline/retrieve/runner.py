@@ -27,7 +27,7 @@ from eval_pipeline.retrieve.protocol import (
     as_output,
 )
 from eval_pipeline.retrieve.reader import Reader
-from eval_pipeline.retrieve.results import QuestionRetrieval
+from eval_pipeline.retrieve.results import QuestionRetrieval, RetrievedItem
 
 log = logging.getLogger(__name__)
 
@@ -75,15 +75,18 @@ class RetrievalRunner:
         top_k: int,
         count_tokens: Callable[[list[str]], int] | None = None,
         graph_alive: Callable[[], bool] | None = None,
+        provenance: Callable[[list[RetrievedItem]], list[RetrievedItem]] | None = None,
     ) -> None:
         """`graph_alive` probes the graph server: it tells a server that went away from a
-        query of the system's own that failed (see `eval_pipeline.failures`)."""
+        query of the system's own that failed (see `eval_pipeline.failures`). `provenance`
+        adds to each item the turns its memory nodes came from (`retrieve.provenance`)."""
         self.retriever = retriever
         self.reader = reader
         self.scope = scope
         self.top_k = top_k
         self.count_tokens = count_tokens
         self.graph_alive = graph_alive
+        self.provenance = provenance
 
     def _cause(self, exc: BaseException):
         return infrastructure_cause(exc, graph_alive=self.graph_alive)
@@ -107,6 +110,8 @@ class RetrievalRunner:
         started = time.perf_counter()
         try:
             output = as_output(self.retriever.retrieve(request, trace))
+            if self.provenance is not None:
+                output = output.model_copy(update={"items": self.provenance(output.items)})
         except Exception as exc:
             latency = (time.perf_counter() - started) * 1000
             cause = self._cause(exc)

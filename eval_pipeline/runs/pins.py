@@ -56,8 +56,17 @@ COMPARABILITY_PINS: tuple[Pin, ...] = (
     Pin("judge.model", _at("judge", "model")),
     Pin("judge.prompt_hash", _at("judge", "prompt_hash")),
     Pin("judge.criteria_prompt_hash", _at("judge", "criteria_prompt_hash")),
+    # Tier 2's invariant judge (its score is in every tier-2 row). Its agreement check
+    # (`judge.agreement`) is deliberately not a pin: a check made between runs changes nothing
+    # that was measured; compare shows it and warns instead.
+    Pin("judge.invariant_prompt_hash", _at("judge", "invariant_prompt_hash")),
+    # A local judge's identity is its weights, not the spec `local` (None for other judges).
+    Pin("judge.weights_sha256", _at("judge", "role", "weights", "sha256")),
     Pin("tokenizer", _at("tokenizer")),
     Pin("reader", _at("reader")),
+    # How sessions became graph data (the injection schema every memory system builds on):
+    # another one is another haystack. The memory system's own schema is a change, below.
+    Pin("graph.schema_version", _at("graph", "schema_version")),
     # The gate defines "covered": coverage under recall_all@5 is not coverage under @10.
     Pin("gate", _at("gate")),
 )
@@ -73,6 +82,8 @@ CONFIGURATION_PINS: tuple[Pin, ...] = (
 # Shown in a comparison as "what changed"; never a reason to refuse.
 CHANGE_PINS: tuple[Pin, ...] = (
     *CONFIGURATION_PINS,
+    # The memory system's ingest schema (name, version, digest), part of the reconciler pins.
+    Pin("memory.schema", _at("reconciler", "schema")),
     Pin("graph.server_version", _at("graph", "server_version")),
     Pin("code_version", _at("code_version")),
 )

@@ -13,6 +13,11 @@ the published ones:
   counts and later copies are dropped, so they neither score twice nor push other ids down;
 - an empty gold set has nothing to recall: every metric is None (excluded), never 0.
 
+Which turns a retrieved item stands for is decided at retrieval time, through provenance: an
+item naming memory nodes (a fact, chunk, episode or a plug-in's own node) carries the turns
+those nodes' provenance edges lead to (`eval_pipeline.retrieve.provenance`), so a memory
+system that rewrites text is scored on where its memory came from, not on the wording.
+
 Session-level lists are derived from turn ids `<session_id>#<index>` in order of first
 appearance, which is what upstream's "expand k until k distinct sessions" amounts to.
 

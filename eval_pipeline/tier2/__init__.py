@@ -5,6 +5,8 @@
 - `convert`: scenarios → goldens rows and session fixtures in the tier-1 shapes (tier = 2);
 - `metrics`: citation precision / recall against must_cite / must_not_cite, criteria judge;
 - `panels`: per use case, difficulty, source mix and COMBO dimension.
+- `ingestion`: the ingestion axis, read from the graph through the declared searchable texts;
+- `pass_criteria`: per-use-case axis weights, thresholds and the scenario / bucket pass rule.
 """
 
 from eval_pipeline.tier2.convert import (

@@ -141,6 +141,11 @@ def golden_rows(
                     "must_not_cite": list(scenario.must_not_cite),
                     "criteria": [c.model_dump() for c in scenario.criteria],
                     "light": scenario.light,
+                    # the ingestion axis and pass criteria (tier2.ingestion, pass_criteria)
+                    "expected_entities": list(scenario.expected_entities),
+                    "expected_claims": [c.model_dump() for c in scenario.expected_claims],
+                    "forbidden_claims": [c.model_dump() for c in scenario.forbidden_claims],
+                    "pass_score": scenario.pass_score,
                 },
             }
         )

@@ -13,6 +13,7 @@ a YAML file without reading this code.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -221,6 +222,20 @@ class Question(_Strict):
         return self
 
 
+class Claim(_Strict):
+    """A claim the memory should (or should not) hold: every term in one memory text."""
+
+    claim: str = Field(min_length=1)  # what it says, for the report
+    terms: list[str] = Field(min_length=1)
+
+    @field_validator("terms")
+    @classmethod
+    def _terms(cls, value: list[str]) -> list[str]:
+        if any(not t.strip() for t in value):
+            raise ValueError("a term is empty")
+        return value
+
+
 class Scenario(_Strict):
     id: str = Field(pattern=SCENARIO_ID_PATTERN, max_length=64)
     use_case: UseCase
@@ -237,6 +252,13 @@ class Scenario(_Strict):
     must_not_cite: list[str] = Field(default_factory=list)
     questions: list[Question] = Field(min_length=1)
     criteria: list[Criterion] = Field(min_length=1)
+    # The ingestion axis (`tier2.ingestion`): what the memory should hold after
+    # reconciliation, and what it should not hold as current.
+    expected_entities: list[str] = Field(default_factory=list)
+    expected_claims: list[Claim] = Field(default_factory=list)
+    forbidden_claims: list[Claim] = Field(default_factory=list)
+    # The weighted score it must reach (`tier2.pass_criteria.DEFAULT_PASS_SCORE` if None).
+    pass_score: float | None = Field(default=None, ge=0, le=100)
 
     _source_file: str = PrivateAttr(default="")
 
@@ -460,6 +482,8 @@ def scenario_issues(scenario: Scenario, universe: Universe) -> list[Issue]:
     if "out_of_order" in scenario.adversarial and scenario.arrival is None:
         bad("arrival", "out_of_order needs an arrival order that differs from event time")
 
+    _ingestion_issues(scenario, universe, bad)
+
     # Questions.
     latest = max(universe[e].timestamp for e in haystack)
     for qi, q in enumerate(scenario.questions):
@@ -483,3 +507,26 @@ def scenario_issues(scenario: Scenario, universe: Universe) -> list[Issue]:
                 f"({latest.isoformat()})",
             )
     return out
+
+
+def _ingestion_issues(
+    scenario: Scenario, universe: Universe, bad: Callable[[str, str], None]
+) -> None:
+    """Ingestion expectations must come from the scenario's own signal events: an expected
+    entity or claim is said there (as the turns read), a forbidden one is not."""
+    from eval_pipeline.tier2.convert import render_turns  # convert imports this module
+    from eval_pipeline.tier2.ingestion import claim_in, term_in
+
+    turns = [t["content"] for e in scenario.signal_ids for t in render_turns(universe[e])]
+    for i, name in enumerate(scenario.expected_entities):
+        if not name.strip():
+            bad(f"expected_entities[{i}]", "is empty")
+        elif not any(term_in(name, t) for t in turns):
+            bad(f"expected_entities[{i}]", f"{name!r} is in no turn of the signal events")
+    for i, c in enumerate(scenario.expected_claims):
+        if not any(claim_in(c.terms, t) for t in turns):
+            bad(f"expected_claims[{i}]", f"terms {c.terms} are in no one turn of the signal")
+    for i, c in enumerate(scenario.forbidden_claims):
+        held = [t.split("\n")[0][:60] for t in turns if claim_in(c.terms, t)]
+        if held:
+            bad(f"forbidden_claims[{i}]", f"terms {c.terms} are what the signal says: {held[0]!r}")

@@ -12,8 +12,8 @@ import pytest
 from eval_pipeline.graph.inject import inject_fixtures
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy, RoleConfig
-from eval_pipeline_tests.wire_server import WireServer
 from eval_pipeline_tests.graph import conftest as graph_stage
+from eval_pipeline_tests.wire_server import WireServer
 
 from .fake_model import respond
 from .graph_fixtures import write_fixtures

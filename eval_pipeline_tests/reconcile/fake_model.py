@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import re
 
-from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply
 from eval_pipeline.reconcile.entity_rules import find_entities
+from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply
 
 _LINE = re.compile(r"^\[(t\d+)\] (\w+): (.*)$")
 

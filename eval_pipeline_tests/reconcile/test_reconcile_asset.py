@@ -70,9 +70,12 @@ def test_materialization_reports_failures_completeness_nodes_and_pins(injected_s
     assert "| Chunk |" in meta["nodes"].value
     pins = meta["pins"].value
     assert pins["name"] == "failing" and pins["version"] == "1"
-    assert pins["config"]["summary_sentences"] == 2 and pins["reconcile_schema_version"] == 1
+    assert pins["config"]["summary_sentences"] == 2 and pins["reconcile_schema_version"] == 2
     checks = result.get_asset_check_evaluations()
     assert sorted((c.check_name, c.passed, c.severity) for c in checks) == [
+        ("memory_no_duplicate_entities", True, dg.AssetCheckSeverity.ERROR),
+        ("memory_provenance_complete", True, dg.AssetCheckSeverity.ERROR),
+        ("memory_supersession_complete", True, dg.AssetCheckSeverity.ERROR),
         ("reconcile_completeness", False, dg.AssetCheckSeverity.WARN),
         ("reconciled_graph_is_current", True, dg.AssetCheckSeverity.ERROR),
     ]
@@ -95,6 +98,9 @@ def test_materialization_reports_failures_completeness_nodes_and_pins(injected_s
     assert {c.check_name: c.passed for c in again.get_asset_check_evaluations()} == {
         "reconcile_completeness": True,
         "reconciled_graph_is_current": True,
+        "memory_no_duplicate_entities": True,
+        "memory_supersession_complete": True,
+        "memory_provenance_complete": True,
     }
     # Another reconciler never inherits those sessions: every one is redone.
     other = materialize(injected_store, ReconcilerSettings(completeness_threshold=0.99))

@@ -50,6 +50,7 @@ def test_extractive_writes_chunks_entities_episodes_linked_to_turns(injected_sto
         "Entity": len(keys),
         "Fact": 0,
         "Episode": len(SESSION_IDS),
+        "MemoryNamespace": 0,  # session-level reconcilers have no namespaces
     }
     # Every chunk comes from exactly one turn of its own session.
     links = rows(
@@ -83,7 +84,7 @@ def test_extractive_writes_chunks_entities_episodes_linked_to_turns(injected_sto
         "MATCH (s:Session) RETURN s.reconciler AS r, s.reconciler_version AS v, "
         "s.reconcile_schema AS schema, s.reconcile_error AS e",
     )
-    assert all(r == {"r": "extractive", "v": "1", "schema": 1, "e": None} for r in sessions)
+    assert all(r == {"r": "extractive", "v": "1", "schema": 2, "e": None} for r in sessions)
     # The injected layer is untouched, and nothing names the evidence.
     after, _ = graph_counts(store)
     assert after == before
@@ -211,7 +212,13 @@ def test_a_write_the_server_refuses_fails_only_that_session_and_leaves_nothing(i
 def test_none_marks_every_session_done_and_writes_nothing(injected_store):
     report = reconcile_pending(injected_store, load_reconciler("none"), concurrency=2)
     assert report.completeness == 1.0 and read_statuses(injected_store) == ALL_DONE
-    assert report.graph_nodes == {"Chunk": 0, "Entity": 0, "Fact": 0, "Episode": 0}
+    assert report.graph_nodes == {
+        "Chunk": 0,
+        "Entity": 0,
+        "Fact": 0,
+        "Episode": 0,
+        "MemoryNamespace": 0,
+    }
 
 
 def test_llm_reconciler_end_to_end_with_one_bad_session(injected_store, make_llm, fake_model):

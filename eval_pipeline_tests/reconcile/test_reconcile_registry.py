@@ -12,6 +12,7 @@ from eval_pipeline.reconcile import (
     pins_of,
 )
 from eval_pipeline.reconcile.extractive import ExtractiveReconciler
+from eval_pipeline.reconcile.memory_system import SESSION_SCHEMA
 from eval_pipeline.reconcile.none import NoneReconciler
 
 PLUGINS = "eval_pipeline_tests.reconcile.plugins"
@@ -25,7 +26,9 @@ def test_builtins_load_with_their_pins():
         "version": "1",
         "config": {"max_chunk_chars": 800, "summary_sentences": 2},
         "class": "eval_pipeline.reconcile.extractive:ExtractiveReconciler",
+        "schema": SESSION_SCHEMA.pins(),  # the ingest schema it declares, version and all
     }
+    assert pins_of(extractive)["schema"]["version"] == "2"
     assert isinstance(load_reconciler("none"), NoneReconciler)
 
 

@@ -66,9 +66,11 @@ def test_top_k_caps_the_items(fixture_store):
 
 def test_queries_are_recorded_with_rows(fixture_store):
     _, trace, retriever = _retrieve(fixture_store, "q_dog", "question")
-    haystack, search = trace.queries
+    # The search is bounded (issue 18): the best hits' ids and scores, then their rows.
+    haystack, search, rows = trace.queries
     assert "HAYSTACK" in haystack.query and haystack.rows == len(HAYSTACKS["q_dog"])
-    assert "db.index.fulltext.queryNodes" in search.query
+    assert "db.index.fulltext.queryNodes" in search.query and "$fetch" in search.query
+    assert "UNWIND $picked" in rows.query and rows.rows and rows.rows > 0
     assert search.params["query"].startswith("name OR names OR ")
     assert " OR golden OR " in search.params["query"]
     assert search.params["query"].split(" OR ")[-1].startswith("retriev")
@@ -119,7 +121,10 @@ def test_indexed_chunks_and_episodes_are_searched_too(scratch_store):
 
     output, trace, retriever = _retrieve(scratch_store, "q_music", "question")
     assert retriever.pins()["sources"] == ["turn", "chunk", "episode"]
-    assert len(trace.queries) == 4  # haystack + one search per source
+    # The haystack, then per source one bounded full-text search (issue 18), followed by
+    # the picked rows when it found any.
+    searches = [q for q in trace.queries if "db.index.fulltext.queryNodes" in q.query]
+    assert len(searches) == 3 and "HAYSTACK" in trace.queries[0].query
     kinds = [i.kind for i in output.items]
     assert "episode" in kinds
     episode = output.items[kinds.index("episode")]

@@ -9,13 +9,13 @@ import re
 
 import pytest
 
-from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 from eval_pipeline.retrieve.graph_agent import GraphAgentRetriever, row_item, row_sessions
 from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.guarded_read import REJECTED_PREFIX
 from eval_pipeline.retrieve.protocol import RetrievalEnv, RetrievalRequest, RetrievalTrace
 from eval_pipeline_tests.retrieve.fixture_graph import QUESTIONS, SESSIONS
 from eval_pipeline_tests.retrieve.support import TEST_KEY, wire_layer
+from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 
 WRITE_ATTEMPT = "MATCH (t:Turn) DETACH DELETE t"
 WRONG_VALUE = "MATCH (t:Turn {role: 'User'}) RETURN t.turn_id AS turn_id LIMIT 5"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 from eval_pipeline.retrieve.reader import (
     ABSTENTION,
     EXTRACTIVE_LABEL,
@@ -16,6 +15,7 @@ from eval_pipeline.retrieve.reader import (
     reader_prompt,
 )
 from eval_pipeline_tests.retrieve.support import TEST_KEY, wire_layer
+from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 
 CONTEXT = [
     "[2023-05-01 10:00, user] I walked the dog in the park.",

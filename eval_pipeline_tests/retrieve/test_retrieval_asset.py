@@ -103,8 +103,8 @@ def test_graph_agent_and_llm_reader_through_the_asset(tmp_path, fixture_store, m
     once then finishes, the reader answers; usage lands in the metadata, the graph is intact."""
     import json
 
-    from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
     from eval_pipeline_tests.retrieve.support import TEST_KEY
+    from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 
     query = (
         "MATCH (:Question {question_id: $question_id})-[:HAYSTACK]->(:Session)"

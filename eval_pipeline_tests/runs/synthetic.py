@@ -45,6 +45,7 @@ BASE_PINS: dict[str, Any] = {
         "model": "openai:gpt-4o-mini",
         "prompt_hash": "sha256:1234",
         "criteria_prompt_hash": "sha256:5678",
+        "invariant_prompt_hash": "sha256:4321",
     },
     "gate": {"evidence_recall": "recall_all@10"},
     "tokenizer": {"tokenizer": "o200k_base", "bpe_sha256": "d" * 64},
@@ -64,9 +65,12 @@ PIN_CHANGES: dict[str, tuple[str, Any]] = {
     "judge.model": ("judge.model", "anthropic:claude-haiku"),
     "judge.prompt_hash": ("judge.prompt_hash", "sha256:9999"),
     "judge.criteria_prompt_hash": ("judge.criteria_prompt_hash", "sha256:8888"),
+    "judge.weights_sha256": ("judge.role.weights.sha256", "a" * 64),
+    "judge.invariant_prompt_hash": ("judge.invariant_prompt_hash", "sha256:7777"),
     "tokenizer": ("tokenizer.tokenizer", "cl100k_base"),
     "reader": ("reader", "openai:gpt-4o"),
     "gate": ("gate.evidence_recall", "recall_all@5"),
+    "graph.schema_version": ("graph.schema_version", 2),
 }
 
 

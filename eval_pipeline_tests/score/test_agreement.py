@@ -414,8 +414,8 @@ def test_the_scoring_judge_on_label_items_end_to_end(tmp_path, monkeypatch):
     agreement, both files, and a recomputation from verdicts.jsonl."""
     from eval_pipeline.corpus.judge_labels import as_golden
     from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy
-    from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
     from eval_pipeline.score.judges import longmemeval_judge, prompt_hash
+    from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 
     monkeypatch.delenv("CONFIDENT_API_KEY", raising=False)
     monkeypatch.setenv("AGREEMENT_JUDGE_KEY", "sk-test-agreement-000")

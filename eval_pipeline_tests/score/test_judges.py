@@ -11,12 +11,12 @@ import json
 import pytest
 
 from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy
-from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
 from eval_pipeline.retrieve.results import QuestionRetrieval, RetrievedItem
 from eval_pipeline.score.judges import judge_batch, judge_instruction, prompt_hash
 from eval_pipeline.score.scorer import score_question
 from eval_pipeline.score.summary import summarize
 from eval_pipeline.score.tokens import PayloadTokenizer
+from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
 
 KEY = "sk-test-judge-LEAKCANARY-424242"
 
