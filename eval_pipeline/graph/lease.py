@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 
 from eval_pipeline.graph import schema
 from eval_pipeline.graph.errors import GraphError, GraphQueryError
+from eval_pipeline.processes import signal_reaches
 
 TTL_S = 300.0
 HEARTBEAT_S = 30.0
@@ -111,21 +112,11 @@ class LeaseRow(BaseModel):
 RunFinished = Callable[[str], bool | None]  # run id -> finished? (None: unknown run)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def is_stale(row: LeaseRow, now: float, run_finished: RunFinished | None = None) -> bool:
     if row.holder is None or (row.expires_at or 0.0) < now:
         return True
     if row.host == socket.gethostname() and row.pid is not None:
-        if not _pid_alive(row.pid):
+        if not signal_reaches(row.pid):
             return True
         if row.pid == os.getpid():
             with _HELD_LOCK:

@@ -41,6 +41,7 @@ from pathlib import Path
 from eval_pipeline.llm.credentials import redact, register_secret
 from eval_pipeline.llm.errors import LLMConfigError, LLMError
 from eval_pipeline.llm.local_models import LocalModel
+from eval_pipeline.processes import signal_reaches
 
 SERVER_PACKAGE = "llama-cpp-python"
 # Settings that decide answers are pins (and part of the cache key); threads do not.
@@ -128,12 +129,9 @@ def identity_of(model: LocalModel) -> str:
 
 
 def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    """Our server is alive under this pid (a reused pid running something else is not)."""
+    if not signal_reaches(pid):
         return False
-    except PermissionError:
-        return True
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
