@@ -36,8 +36,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.bench_reconcile import corpus_file  # the generated file, cached and shared
 from eval_pipeline.corpus.convert import FIXTURES_FILE, GOLDENS_FILE
-from eval_pipeline.corpus.generate import UPSTREAM_QUESTIONS, generate
+from eval_pipeline.corpus.generate import UPSTREAM_QUESTIONS
 from eval_pipeline.settings import state_dir
 
 TARGET_INJECT_RATIO = 1.5
@@ -49,17 +50,6 @@ STAGE_LINE = re.compile(r"^\[(\d+)/(\d+)\] (\w+): (\w+) \(([\d.]+) s\)")
 
 
 # --- inputs and processes -----------------------------------------------------------------
-
-
-def corpus_file(questions: int, seed: int) -> Path:
-    """The generated file, shared with the other benchmarks' cache."""
-    path = state_dir() / "bench" / f"longmemeval_s_generated_q{questions}_s{seed}.json"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        started = time.perf_counter()
-        stats = generate(path, questions=questions, seed=seed)
-        print(f"generated {path.name} in {time.perf_counter() - started:.1f} s: {stats}")
-    return path
 
 
 def peak_rss_mb(pid: int) -> float | None:
