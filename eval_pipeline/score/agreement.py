@@ -33,10 +33,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 import tempfile
-import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -45,7 +43,6 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
-from scipy import stats as scipy_stats
 
 from eval_pipeline.corpus.jsonl import dumps_line, staged_outputs
 from eval_pipeline.corpus.judge_labels import (
@@ -63,6 +60,7 @@ from eval_pipeline.score.stats import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     bootstrap_ci,
+    percentile_bootstrap,
 )
 from eval_pipeline.settings import state_dir
 
@@ -161,36 +159,6 @@ def _kappa_statistic(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray
     return np.where(den > 0, (n * agree - chance) / safe, np.nan)
 
 
-def _bootstrap_interval(
-    data: tuple[np.ndarray, ...],
-    statistic: Callable[..., np.ndarray],
-    *,
-    paired: bool,
-    resamples: int,
-    seed: int,
-    level: float,
-) -> tuple[float, float] | None:
-    """scipy's percentile bootstrap interval; None when an endpoint is not finite."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
-        result = scipy_stats.bootstrap(
-            data,
-            statistic,
-            n_resamples=resamples,
-            vectorized=True,
-            paired=paired,
-            confidence_level=level,
-            method=BOOTSTRAP_METHOD,
-            rng=np.random.default_rng(seed),
-        )
-    low = float(result.confidence_interval.low)
-    high = float(result.confidence_interval.high)
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return None
-    return low, high
-
-
 class Interval(_Model):
     estimate: float | None
     low: float | None
@@ -238,7 +206,7 @@ def kappa_interval(
         return Interval(estimate=point, low=point, high=point, n=n)
     x = np.asarray([lab == "yes" for lab in labels], dtype=np.int64)
     y = np.asarray([ver == "yes" for ver in verdicts], dtype=np.int64)
-    interval = _bootstrap_interval(
+    interval = percentile_bootstrap(
         (x, y),
         _kappa_statistic,
         paired=True,
@@ -379,7 +347,7 @@ def _delta(
     point = sum(diffs) / len(diffs)
     if len(set(diffs)) == 1:
         return point, point, point
-    interval = _bootstrap_interval(
+    interval = percentile_bootstrap(
         (np.asarray(diffs, dtype=np.float64),),
         _mean,
         paired=False,

@@ -41,7 +41,7 @@ import math
 import operator
 import statistics
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -89,21 +89,28 @@ class RateEstimate:
         return asdict(self)
 
 
-def _percentile_interval(
-    scored: Sequence[int], *, resamples: int, seed: int, level: float
+def percentile_bootstrap(
+    data: tuple[np.ndarray, ...],
+    statistic: Callable[..., np.ndarray],
+    *,
+    paired: bool = False,
+    resamples: int,
+    seed: int,
+    level: float,
 ) -> tuple[float, float] | None:
-    """scipy's percentile bootstrap interval of the mean; None when it is not finite."""
-    data = np.asarray(scored, dtype=np.float64)
+    """scipy's percentile bootstrap interval of `statistic`; None when an endpoint is not
+    finite."""
     with warnings.catch_warnings():
         # Only around this call: e.g. one resample makes scipy's (unused) standard error
         # warn about zero degrees of freedom. The interval itself is checked below.
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
         result = scipy_stats.bootstrap(
-            (data,),
-            np.mean,
+            data,
+            statistic,
             n_resamples=resamples,
             vectorized=True,
+            paired=paired,
             confidence_level=level,
             method=BOOTSTRAP_METHOD,
             rng=np.random.default_rng(seed),
@@ -113,6 +120,14 @@ def _percentile_interval(
     if not (math.isfinite(low) and math.isfinite(high)):
         return None
     return low, high
+
+
+def _percentile_interval(
+    scored: Sequence[int], *, resamples: int, seed: int, level: float
+) -> tuple[float, float] | None:
+    """scipy's percentile bootstrap interval of the mean; None when it is not finite."""
+    data = np.asarray(scored, dtype=np.float64)
+    return percentile_bootstrap((data,), np.mean, resamples=resamples, seed=seed, level=level)
 
 
 def bootstrap_ci(
