@@ -13,8 +13,10 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
+from eval_pipeline.corpus.batches import MAX_BATCHES
 from eval_pipeline.corpus.errors import CorpusError
 from eval_pipeline.corpus.upstream import check_resolvable
+from eval_pipeline.graph.store import BATCH_PLACEHOLDER
 from eval_pipeline.llm import LLMConfigError, LLMError
 
 BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
@@ -39,6 +41,22 @@ def check_graph_uri(uri: str | None, *, option: str = "--graph-uri") -> None:
         raise PreflightError(
             f"{option} must not carry credentials; set EVAL_GRAPH_USER and EVAL_GRAPH_PASSWORD "
             "in the environment instead"
+        )
+
+
+def check_batches(batches: int, uri: str | None, batch_uri: str | None = None) -> None:
+    """K batches need K graph instances: K embedded servers, or a URI naming one per batch."""
+    if not 1 <= batches <= MAX_BATCHES:
+        raise PreflightError(f"--batches must be between 1 and {MAX_BATCHES}, not {batches}")
+    if batch_uri is not None and BATCH_PLACEHOLDER not in batch_uri:
+        raise PreflightError(
+            f"EVAL_GRAPH_BATCH_URI {batch_uri!r} must name each batch's instance with "
+            f"{BATCH_PLACEHOLDER} (e.g. bolt://memgraph-{BATCH_PLACEHOLDER}:7687)"
+        )
+    if batches > 1 and uri is not None and BATCH_PLACEHOLDER not in uri and not batch_uri:
+        raise PreflightError(
+            f"--batches {batches} needs one graph instance per batch: put {BATCH_PLACEHOLDER} "
+            f"in --graph-uri (e.g. bolt://memgraph-{BATCH_PLACEHOLDER}:7687)"
         )
 
 
@@ -129,6 +147,8 @@ def preflight(resources: dict[str, Any]) -> None:
         )
     check_graph_uri(graph.uri)
     check_http_url(graph.http_url)
+    check_graph_uri(graph.batch_uri, option="EVAL_GRAPH_BATCH_URI")
+    check_batches(corpus.batches, graph.uri, graph.batch_uri)
     if retrieval.top_k < 1:
         raise PreflightError(f"--top-k must be at least 1, not {retrieval.top_k}")
     check_model_roles(

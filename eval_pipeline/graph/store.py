@@ -47,6 +47,7 @@ import dagster as dg
 import neo4j
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
+from eval_pipeline.corpus.batches import BatchKey
 from eval_pipeline.graph import lease, schema, server
 from eval_pipeline.graph.arcadedb_http import ArcadeHttp
 from eval_pipeline.graph.dialects import Dialect, get_dialect
@@ -79,6 +80,8 @@ _SQL_READ = re.compile(r"^\s*(SELECT|MATCH|TRAVERSE|EXPLAIN|PROFILE)\b", re.IGNO
 # Write phases of ours open in this process: a wipe here keeps their entries in the claim.
 _OPEN_HERE: set[str] = set()
 _OPEN_LOCK = threading.Lock()
+# In a graph URI: one instance per question batch, `{batch}` being its number (1-based).
+BATCH_PLACEHOLDER = "{batch}"
 _BOOKKEEPING_RETRIES = 5
 
 
@@ -120,6 +123,11 @@ class GraphStore(dg.ConfigurableResource):
     http_url: str | None = Field(
         default=None, description="ArcadeDB HTTP API of an external server (index creation)"
     )
+    batch_uri: str | None = Field(
+        default=None,
+        description="bolt URI of the instance of each question batch, {batch} its number "
+        "(a run over K > 1 batches); unset: `uri` itself names one per batch",
+    )
     disposable: bool = Field(
         default=False, description="allow wiping a non-empty instance the pipeline never claimed"
     )
@@ -143,7 +151,7 @@ class GraphStore(dg.ConfigurableResource):
     # A refused URL must not be echoed back into Dagster's error either.
     model_config = ConfigDict(hide_input_in_errors=True)
 
-    @field_validator("uri", "http_url")
+    @field_validator("uri", "http_url", "batch_uri")
     @classmethod
     def _no_credentials_in_urls(cls, value: str | None) -> str | None:
         # A URL is stored in Dagster's run storage and logs: credentials never go in one.
@@ -165,6 +173,8 @@ class GraphStore(dg.ConfigurableResource):
     _wipe_note: str | None = PrivateAttr(default=None)
     # One dialect per server: Memgraph's remembers the version and storage mode it read.
     _dialect: Dialect | None = PrivateAttr(default=None)
+    # The instances of a partitioned run's question batches (`for_batch`), closed with this.
+    _batch_stores: dict[str, GraphStore] = PrivateAttr(default_factory=dict)
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -180,8 +190,52 @@ class GraphStore(dg.ConfigurableResource):
             self._dialect = get_dialect(self.backend)
         return self._dialect
 
+    def for_batch(self, batch: BatchKey) -> GraphStore:
+        """The graph instance of question batch `batch`: this one for a run of one batch;
+        otherwise the batch URI (`batch_template`) with `{batch}` replaced by the batch number
+        (in the HTTP URL too), or an embedded server of its own (`<data dir>-batchNN`).
+        Batches never share an instance: each wipes its own before injecting."""
+        template = self.batch_template(batch.batches)
+        if template is None and batch.batches == 1:
+            return self
+        if template is None and not self.embedded:
+            raise GraphError(
+                f"{batch.batches} question batches need one graph instance each: put "
+                f"{BATCH_PLACEHOLDER} in the graph URI (e.g. bolt://memgraph-{{batch}}:7687)"
+            )
+        number = str(batch.index)
+        with self._lock:
+            store = self._batch_stores.get(batch.key)
+            if store is None:
+                values = {name: getattr(self, name) for name in type(self).model_fields}
+                if template is None:  # embedded: a server of its own per batch
+                    root = server.resolve_data_dir(self.data_dir)
+                    values["data_dir"] = str(root.with_name(f"{root.name}-batch{batch.index:02d}"))
+                else:
+                    values["uri"] = template.replace(BATCH_PLACEHOLDER, number)
+                    values["batch_uri"] = None
+                    if self.http_url:
+                        values["http_url"] = self.http_url.replace(BATCH_PLACEHOLDER, number)
+                store = self._batch_stores[batch.key] = GraphStore(**values)
+        return store
+
+    def batch_template(self, batches: int) -> str | None:
+        """The URI naming each batch's instance with {batch}: `uri` when it holds the
+        placeholder, else `batch_uri` for a run over several batches; None: embedded servers
+        (several batches) or this instance itself (one)."""
+        if BATCH_PLACEHOLDER in (self.uri or ""):
+            return self.uri
+        if batches > 1 and self.batch_uri:
+            return self.batch_uri
+        return None
+
     def ensure_running(self) -> str:
         """Start or reuse the embedded server (or check the external one); return its URI."""
+        if BATCH_PLACEHOLDER in (self.uri or ""):
+            raise GraphError(
+                f"the graph URI {self.uri} names one instance per question batch: this use "
+                "of it was given no batch"
+            )
         if self.embedded:
             if self.dialect.name != "arcadedb":
                 raise GraphError(
@@ -221,6 +275,8 @@ class GraphStore(dg.ConfigurableResource):
                 self.checkpoint()
             except GraphError as exc:  # the next wipe will not attribute what changed since
                 log.warning("no checkpoint recorded on %s: %s", self.where, exc)
+        for store in list(self._batch_stores.values()):
+            store.close()
         with self._lock:
             self._close_driver()
             if self._pool is not None:

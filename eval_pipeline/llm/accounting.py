@@ -221,3 +221,54 @@ def _role_prices(config: RoleConfig) -> tuple[float, float] | None:
     if config.input_usd_per_mtok is not None and config.output_usd_per_mtok is not None:
         return (config.input_usd_per_mtok, config.output_usd_per_mtok)
     return price_per_mtok(config.provider, config.model)
+
+
+def merge_usage(snapshots: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """K layers' accounting (`UsageSnapshot.to_metadata()`, one per question batch) as one:
+    counters and latency totals summed per role, cost summed (None when any is unknown).
+    Percentiles cannot be merged from summaries: p50/p95 are None, each batch keeps its own."""
+    present = [s for s in snapshots if s]
+    if len(snapshots) <= 1 or not present:
+        return present[0] if present else None
+    roles: dict[str, dict[str, Any]] = {}
+    for snap in present:
+        for name, usage in (snap.get("roles") or {}).items():
+            merged = roles.get(name)
+            if merged is None:
+                merged = roles[name] = {
+                    **usage,
+                    "failures_by_kind": dict(usage.get("failures_by_kind") or {}),
+                    "latency": {"count": 0, "total_s": 0.0, "max_s": None},
+                }
+            else:
+                for key, value in usage.items():
+                    if isinstance(value, int) and not isinstance(value, bool):
+                        merged[key] = merged.get(key, 0) + value
+                merged["cost_usd"] = _sum_or_none(merged.get("cost_usd"), usage.get("cost_usd"))
+                kinds = merged["failures_by_kind"]
+                for kind, n in (usage.get("failures_by_kind") or {}).items():
+                    kinds[kind] = kinds.get(kind, 0) + n
+            lat, theirs = merged["latency"], usage.get("latency") or {}
+            lat["count"] += theirs.get("count") or 0
+            lat["total_s"] = round(lat["total_s"] + (theirs.get("total_s") or 0.0), 6)
+            maxima = [m for m in (lat["max_s"], theirs.get("max_s")) if m is not None]
+            lat["max_s"] = max(maxima) if maxima else None
+    for merged in roles.values():
+        lat = merged["latency"]
+        lat["mean_s"] = round(lat["total_s"] / lat["count"], 6) if lat["count"] else None
+        lat["p50_s"] = lat["p95_s"] = None
+    costs = [s.get("total_cost_usd") for s in present]
+    identities = {s.get("sample_identity") for s in present}
+    origins = {s.get("origin") for s in present}
+    return {
+        "prices_as_of": present[0].get("prices_as_of"),
+        "roles": roles,
+        "total_cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
+        "sample_identity": identities.pop() if len(identities) == 1 else None,
+        "origin": origins.pop() if len(origins) == 1 else None,
+        "batches": len(snapshots),
+    }
+
+
+def _sum_or_none(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else round(a + b, 6)
