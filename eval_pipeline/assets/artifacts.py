@@ -106,12 +106,21 @@ def materialization_in_run(
 
 
 def consumed_materialization(
-    instance: dg.DagsterInstance, key: dg.AssetKey, run_id: str
+    instance: dg.DagsterInstance, key: dg.AssetKey, run_id: str, partition: str | None = None
 ) -> dg.EventLogEntry | None:
-    """This run's materialization of `key`, else the latest one on the instance."""
-    return materialization_in_run(
-        instance, key, run_id
-    ) or instance.get_latest_materialization_event(key)
+    """This run's materialization of `key`, else the latest one on the instance (of
+    `partition`, for an asset partitioned by question batch)."""
+    here = materialization_in_run(instance, key, run_id)
+    if here is not None and (partition is None or here.dagster_event.partition == partition):
+        return here
+    if partition is None:
+        return instance.get_latest_materialization_event(key)
+    found = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]),
+        limit=1,
+        ascending=False,
+    ).records
+    return found[0].event_log_entry if found else None
 
 
 def record_of(entry: dg.EventLogEntry | None, asset: str) -> StageRecord:
@@ -135,16 +144,53 @@ def record_of(entry: dg.EventLogEntry | None, asset: str) -> StageRecord:
         ) from None
 
 
+def _partition_of(context: Any, asset: str) -> str | None:
+    """The question batch whose `asset` this execution consumes (None: not partitioned)."""
+    from eval_pipeline.assets.batches import BATCHED_ASSETS
+
+    if asset not in BATCHED_ASSETS or not getattr(context, "has_partition_key", False):
+        return None  # an unpartitioned execution consumes the latest, whatever its batch
+    return context.partition_key
+
+
 def input_record(context: Any, asset: str) -> StageRecord:
-    """The record of input `asset` as this execution consumes it (this run's, else latest)."""
-    key = dg.AssetKey(asset)
-    entry = consumed_materialization(context.instance, key, run_id_of(context))
+    """The record of input `asset` as this execution consumes it (this run's, else latest;
+    for a batch-partitioned input, that of this execution's batch)."""
+    partition = _partition_of(context, asset)
+    entry = consumed_materialization(
+        context.instance, dg.AssetKey(asset), run_id_of(context), partition
+    )
+    if entry is None and partition is not None:
+        raise dg.Failure(f"{asset} has never been materialized for {partition}: materialize it")
+    return record_of(entry, asset)
+
+
+def batch_record(
+    context: Any, asset: str, partition: str, *, unpartitioned_ok: bool = False
+) -> StageRecord:
+    """For an unpartitioned consumer: the record of batch `partition` of `asset`; with
+    `unpartitioned_ok` (a run of one batch), a newer materialization made without a partition
+    counts too."""
+    key, run_id = dg.AssetKey(asset), run_id_of(context)
+    entry = consumed_materialization(context.instance, key, run_id, partition)
+    if unpartitioned_ok:
+        plain = consumed_materialization(context.instance, key, run_id)
+        if (
+            plain is not None
+            and plain.dagster_event.partition is None
+            and (entry is None or plain.timestamp > entry.timestamp)
+        ):
+            entry = plain
+    if entry is None:
+        raise dg.Failure(f"{asset} has never been materialized for {partition}: materialize it")
     return record_of(entry, asset)
 
 
 def materialization_metadata(context: Any, asset: str) -> dict[str, Any]:
     """Plain metadata values of `asset`'s materialization in this run (else the latest)."""
-    entry = consumed_materialization(context.instance, dg.AssetKey(asset), run_id_of(context))
+    entry = consumed_materialization(
+        context.instance, dg.AssetKey(asset), run_id_of(context), _partition_of(context, asset)
+    )
     mat = entry.asset_materialization if entry is not None else None
     if mat is None:
         return {}

@@ -5,12 +5,22 @@ Every asset that touches the instance sits in pool "graph_instance" (limit 1 in 
 and holds the instance's lease (`graph_lease.py`): two chains never share it at once.
 """
 
+from pathlib import Path
+
 import dagster as dg
 
 from eval_pipeline.assets import GROUP
-from eval_pipeline.assets.artifacts import ARTIFACT_META, input_record, own_record, publish
+from eval_pipeline.assets.artifacts import (
+    ARTIFACT_META,
+    StageRecord,
+    input_record,
+    own_record,
+    publish,
+)
+from eval_pipeline.assets.batches import QUESTION_BATCHES, batch_graph, batch_of
 from eval_pipeline.assets.graph_lease import graph_check, graph_step
 from eval_pipeline.assets.resources import ProjectPaths
+from eval_pipeline.corpus.batches import write_batch_fixtures
 from eval_pipeline.corpus.convert import FIXTURES_FILE
 from eval_pipeline.graph import checks
 from eval_pipeline.graph.inject import graph_counts, inject_fixtures
@@ -19,11 +29,13 @@ from eval_pipeline.ops.sensors import records_failures
 from eval_pipeline.reconcile import schema as reconcile_schema
 
 GRAPH_POOL = "graph_instance"
+BATCH_FIXTURES_FILE = "batch_fixtures.jsonl"
 
 
 @dg.asset(
     key="injected_graph",
     deps=[dg.AssetKey("session_fixtures")],
+    partitions_def=QUESTION_BATCHES,
     pool=GRAPH_POOL,
     group_name=GROUP,
     kinds={"python"},
@@ -34,16 +46,28 @@ def injected_graph(
     context: dg.AssetExecutionContext, graph: GraphStore, paths: ProjectPaths
 ) -> dg.MaterializeResult:
     fixtures = input_record(context, "session_fixtures")
-    with graph_step(context, graph, "injected_graph"):
-        report = inject_fixtures(graph, fixtures.file(FIXTURES_FILE))
-    context.log.info(
-        f"injected {report.counts.sessions} sessions, {report.counts.turns} turns into "
-        f"{report.backend} at {report.uri} in {report.timings_s['total']:.1f} s"
-    )
+    batch = batch_of(context)
+    graph = graph.for_batch(batch)
     with publish(
         paths.root(), "injected_graph", context.run.run_id, {"session_fixtures": fixtures}
     ) as pub:
+        injected = to_read = fixtures.file(FIXTURES_FILE)
+        if batch.batches > 1:
+            # This batch's sessions only, kept with the artifact: the checks compare the
+            # graph with exactly what was injected into it.
+            to_read = pub.stage / BATCH_FIXTURES_FILE
+            write_batch_fixtures(injected, to_read, batch)
+            injected = pub.final / BATCH_FIXTURES_FILE
+        with graph_step(context, graph, "injected_graph"):
+            report = inject_fixtures(graph, to_read)
+        context.log.info(
+            f"injected {report.counts.sessions} sessions, {report.counts.turns} turns "
+            f"({batch.key}) into {report.backend} at {report.uri} in "
+            f"{report.timings_s['total']:.1f} s"
+        )
         pub.facts.update(
+            batch=batch.model_dump(),
+            fixtures_file=str(injected),
             fingerprint=report.fingerprint,
             schema_version=report.schema_version,
             backend=report.backend,
@@ -61,7 +85,8 @@ def injected_graph(
             "backend": dg.MetadataValue.text(report.backend),
             "server_version": dg.MetadataValue.text(report.server_version),
             "graph_uri": dg.MetadataValue.text(report.uri),
-            "fixtures": dg.MetadataValue.path(report.source),
+            "batch": dg.MetadataValue.text(batch.key),
+            "fixtures": dg.MetadataValue.path(str(injected)),
             "batches": dg.MetadataValue.int(report.batches),
             "turns_per_s": dg.MetadataValue.float(round(report.turns_per_s, 1)),
             "timings_s": dg.MetadataValue.json(report.timings_s),
@@ -71,8 +96,15 @@ def injected_graph(
 
 
 def _checked_fixtures(context: dg.AssetCheckExecutionContext):
-    """The fixtures file the checked injected_graph materialization was built from."""
-    return own_record(context, "injected_graph").inputs["session_fixtures"].file(FIXTURES_FILE)
+    """The fixtures file the checked injected_graph materialization injected (its batch's)."""
+    return injected_fixtures(own_record(context, "injected_graph"))
+
+
+def injected_fixtures(record: StageRecord) -> Path:
+    """The fixtures file an injected_graph record injected: its batch's, or all of them."""
+    if record.facts.get("fixtures_file"):
+        return Path(record.facts["fixtures_file"])
+    return record.inputs["session_fixtures"].file(FIXTURES_FILE)
 
 
 @dg.asset_check(
@@ -87,6 +119,7 @@ def injected_graph_counts(
     # The check may run again after reconciliation: the reconciler's documented labels and
     # relationship types are expected then, anything else is still stray.
     fixtures = _checked_fixtures(context)
+    graph = batch_graph(context, graph)
     graph_check(context, graph)
     problems, expected = checks.counts_report(
         graph,
@@ -116,6 +149,7 @@ def injected_graph_counts(
 def injected_graph_no_evidence(
     context: dg.AssetCheckExecutionContext, graph: GraphStore
 ) -> dg.AssetCheckResult:
+    graph = batch_graph(context, graph)
     graph_check(context, graph)
     found = checks.evidence_markers(graph)
     return dg.AssetCheckResult(
@@ -134,6 +168,7 @@ def injected_graph_fingerprint(
     context: dg.AssetCheckExecutionContext, graph: GraphStore
 ) -> dg.AssetCheckResult:
     fixtures = _checked_fixtures(context)
+    graph = batch_graph(context, graph)
     graph_check(context, graph)
     matches, details = checks.fingerprint_report(graph, fixtures)
     return dg.AssetCheckResult(

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.artifacts import ARTIFACT_META, input_record, own_record, publish
+from eval_pipeline.assets.batches import QUESTION_BATCHES, batch_graph
 from eval_pipeline.assets.graph_lease import graph_check, graph_step
 from eval_pipeline.assets.resources import ProjectPaths, json_options
 from eval_pipeline.graph.checks import graph_holds
@@ -193,6 +194,7 @@ def report_metadata(report: ReconcileReport, threshold: float) -> dict[str, Any]
     key=ASSET_KEY,
     group_name=GROUP,
     deps=[dg.AssetKey("injected_graph")],
+    partitions_def=QUESTION_BATCHES,
     pool=GRAPH_POOL,
     description="Memory formed over the injected graph by the configured reconciler.",
 )
@@ -204,6 +206,7 @@ def reconciled_graph(
     paths: ProjectPaths,
 ) -> dg.MaterializeResult:
     injected = input_record(context, "injected_graph")
+    graph = batch_graph(context, graph)
     llm = reconcile.llm_layer()
     try:
         with graph_step(context, graph, "reconciled_graph"):
@@ -287,6 +290,7 @@ def _reconcile(
 def reconcile_completeness(
     context: dg.AssetCheckExecutionContext, graph: GraphStore, reconcile: ReconcilerSettings
 ) -> dg.AssetCheckResult:
+    graph = batch_graph(context, graph)
     graph_check(context, graph)
     counts = status_counts(read_statuses(graph))
     total = sum(counts.values())
@@ -331,6 +335,7 @@ def _memory_check(
     graph: GraphStore,
     check: Any,
 ) -> dg.AssetCheckResult:
+    graph = batch_graph(context, graph)
     graph_check(context, graph)
     outcome = check(graph)
     return dg.AssetCheckResult(

@@ -50,6 +50,9 @@ class CorpusSettings(dg.ConfigurableResource):
     max_sessions_per_question: int | None = None
     tiers: str = "1"  # 1 | 2 | all (tier 2: the authored organizational-memory scenarios)
     light: bool = False  # tier 2: only the one light scenario per use case
+    # Question batches, each on a graph instance of its own (corpus/batches.py): the
+    # partitions of the graph-bound assets a run materializes, and scored_run reads.
+    batches: int = 1
 
     def tier_selection(self) -> tuple[bool, bool]:
         """(tier 1 included, tier 2 included); a light run is a tier-2 quick check."""

@@ -29,6 +29,7 @@ from eval_pipeline.assets.artifacts import (
     own_record,
     publish,
 )
+from eval_pipeline.assets.batches import QUESTION_BATCHES, batch_of
 from eval_pipeline.assets.graph_lease import graph_answers, graph_step
 from eval_pipeline.assets.resources import ProjectPaths, json_options
 from eval_pipeline.corpus.convert import GOLDENS_FILE
@@ -228,6 +229,7 @@ def graph_currency(
     key=ASSET_KEY,
     group_name=GROUP,
     deps=[dg.AssetKey("reconciled_graph"), dg.AssetKey("goldens")],
+    partitions_def=QUESTION_BATCHES,
     pool="graph_instance",
     description="Per question: ranked items, the reader's context and answer, queries, errors.",
 )
@@ -244,7 +246,13 @@ def retrieval_results(
         "session_fixtures": input_record(context, "session_fixtures"),
         "reconciled_graph": input_record(context, "reconciled_graph"),
     }
-    questions = questions_from_goldens(read_jsonl(inputs["goldens"].file(GOLDENS_FILE)))
+    batch = batch_of(context)
+    graph = graph.for_batch(batch)
+    # This batch's questions: their namespaces are the ones its graph instance holds.
+    goldens = [
+        g for g in read_jsonl(inputs["goldens"].file(GOLDENS_FILE)) if batch.holds(g["name"])
+    ]
+    questions = questions_from_goldens(goldens)
     tokenizer = PayloadTokenizer()
     summary = _Summary()
     with (
@@ -323,11 +331,12 @@ def retrieval_results(
             if llm is not None:
                 llm.close()
         # Tier 2's ingestion axis: what the memory held, read through its searchable texts.
-        ingestion = tier2_ingestion(graph, read_jsonl(inputs["goldens"].file(GOLDENS_FILE)))
+        ingestion = tier2_ingestion(graph, goldens)
         if ingestion is not None:
             (pub.stage / INGESTION_FILE).write_text(json.dumps(ingestion, indent=1), "utf-8")
         injection = read_graph_fingerprint(graph) or {}
         pub.facts.update(
+            batch=batch.model_dump(),
             graph_current=True,
             graph_current_reason=why,
             pins=pins,
@@ -361,6 +370,7 @@ def retrieval_results(
         )
     tokens_median = statistics.median(summary.tokens) if summary.tokens else None
     metadata: dict[str, Any] = {
+        "batch": batch.key,
         "questions": summary.questions,
         "retrieval_failed": len(summary.failed),
         "unscored_infrastructure": len(summary.unscored),

@@ -24,13 +24,21 @@ from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.artifacts import (
     ARTIFACT_ASSETS,
     StageRecord,
-    input_record,
     materialization_metadata,
 )
-from eval_pipeline.assets.resources import ProjectPaths
+from eval_pipeline.assets.batches import (
+    BATCHED_ASSETS,
+    batch_provenance,
+    batch_retrievals,
+    merged_graph_pins,
+    merged_memory,
+)
+from eval_pipeline.assets.resources import CorpusSettings, ProjectPaths
+from eval_pipeline.corpus.batches import BatchKey, partitioning_pin
 from eval_pipeline.corpus.convert import GOLDENS_FILE, MANIFEST_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.llm import LLMLayer, LLMSettings, ensure_no_confident_upload
+from eval_pipeline.llm.accounting import merge_usage
 from eval_pipeline.llm.config import parse_role_settings
 from eval_pipeline.ops.sensors import records_failures
 from eval_pipeline.ops.tags import CHAIN_PARENT_TAG
@@ -139,22 +147,33 @@ def code_version() -> str:
 
 
 def stage_records(
-    instance: dg.DagsterInstance, retrieval: StageRecord
+    instance: dg.DagsterInstance, batches: list[StageRecord]
 ) -> dict[str, dict[str, Any]]:
     """Per stage this run's scores come from, following the records retrieval consumed (never
-    the latest materializations on the instance): its Dagster run and how long its step took."""
+    the latest materializations on the instance): its Dagster run and how long its step took.
+    With several question batches, each graph stage is listed per batch
+    (`injected_graph [batch-01-of-02]`)."""
     out: dict[str, dict[str, Any]] = {}
     for key in STAGES:
-        record = retrieval.find(key)
-        if record is None:
-            out[key] = {"materialized": False}
-            continue
-        seconds = None
-        stats = instance.get_run_step_stats(record.run_id, step_keys=[key])
-        if stats and stats[0].end_time and stats[0].start_time:
-            seconds = round(stats[0].end_time - stats[0].start_time, 3)
-        out[key] = {"run_id": record.run_id, "seconds": seconds, "artifact": record.dir}
+        for retrieval in batches if key in BATCHED_ASSETS else batches[:1]:
+            name = key
+            batch = retrieval.facts.get("batch")
+            if key in BATCHED_ASSETS and len(batches) > 1 and batch:
+                name = f"{key} [{BatchKey.model_validate(batch).key}]"
+            out[name] = _stage_record(instance, retrieval.find(key), key)
     return out
+
+
+def _stage_record(
+    instance: dg.DagsterInstance, record: StageRecord | None, key: str
+) -> dict[str, Any]:
+    if record is None:
+        return {"materialized": False}
+    seconds = None
+    stats = instance.get_run_step_stats(record.run_id, step_keys=[key])
+    if stats and stats[0].end_time and stats[0].start_time:
+        seconds = round(stats[0].end_time - stats[0].start_time, 3)
+    return {"run_id": record.run_id, "seconds": seconds, "artifact": record.dir}
 
 
 def memory_pins(memory: dict[str, Any]) -> dict[str, Any] | None:
@@ -182,7 +201,7 @@ def memory_pins(memory: dict[str, Any]) -> dict[str, Any] | None:
 
 def build_manifest(
     corpus_manifest: dict,
-    retrieval: StageRecord,
+    batches: list[StageRecord],
     stages: dict,
     scoring: ScoringSettings,
     tokenizer: PayloadTokenizer,
@@ -190,10 +209,11 @@ def build_manifest(
     started: datetime,
     ended: datetime,
 ) -> dict[str, Any]:
+    retrieval = batches[0]
     facts = retrieval.facts
     retrieval_pins = facts.get("pins", {})
-    reconciled = retrieval.find("reconciled_graph")
-    memory = facts.get("memory") or {}
+    memory = merged_memory(batches)
+    reconciled = [r.find("reconciled_graph") for r in batches]
     return {
         "pins": {
             "corpus": {
@@ -208,9 +228,11 @@ def build_manifest(
             },
             # What the graph held when retrieval read it, read from the graph itself.
             "graph": {
-                k: (facts.get("graph") or {}).get(k)
+                k: merged_graph_pins(batches).get(k)
                 for k in ("backend", "server_version", "schema_version", "fingerprint")
             },
+            # How the questions were split across graph instances (one batch: one instance).
+            "partitioning": partitioning_pin(len(batches)),
             "reconciler": memory_pins(memory),
             "retriever": retrieval_pins.get("retriever"),
             "scope": retrieval_pins.get("scope"),
@@ -242,10 +264,12 @@ def build_manifest(
         "repeat": scoring.repeat_record(),
         "memory": memory,
         "llm_usage": {
-            "retrieval": facts.get("llm_usage"),
-            "reconcile": reconciled.facts.get("llm_usage") if reconciled else None,
+            "retrieval": merge_usage([r.facts.get("llm_usage") for r in batches]),
+            "reconcile": merge_usage([r.facts.get("llm_usage") if r else None for r in reconciled]),
             "judge": judge_usage,
         },
+        # Per batch: its graph instance, what it held, its questions and its runs.
+        "batches": batch_provenance(batches),
         "stages": stages,
         "started_at": started.isoformat(),
         "ended_at": ended.isoformat(),
@@ -356,23 +380,25 @@ def questions_markdown(rows: list[dict]) -> str:
 )
 @records_failures
 def scored_run(
-    context: dg.AssetExecutionContext, paths: ProjectPaths, scoring: ScoringSettings
+    context: dg.AssetExecutionContext,
+    paths: ProjectPaths,
+    scoring: ScoringSettings,
+    corpus: CorpusSettings,
 ) -> dg.MaterializeResult:
     # The UI path too: refuse to score while deepeval could upload results.
     ensure_no_confident_upload()
     started = datetime.now(UTC)
     t0 = time.perf_counter()
-    retrieval = input_record(context, "retrieval_results")
-    if not retrieval.facts.get("graph_current"):
-        raise dg.Failure(
-            f"retrieval_results of run {retrieval.run_id} retrieved nothing: "
-            f"{retrieval.facts.get('graph_current_reason')}"
-        )
+    # One record per question batch (one for a run on one instance), in batch order.
+    batches = batch_retrievals(context, corpus.batches)
+    retrieval = batches[0]
     goldens_record = retrieval.inputs["goldens"]
     goldens = {g["name"]: g for g in read_jsonl(goldens_record.file(GOLDENS_FILE))}
-    retrievals = [
-        QuestionRetrieval.model_validate(r) for r in read_jsonl(retrieval.file(RESULTS_FILE))
-    ]
+    by_id = {
+        r["question_id"]: r for record in batches for r in read_jsonl(record.file(RESULTS_FILE))
+    }
+    # In the goldens' order, whatever batch a question ran in.
+    retrievals = [QuestionRetrieval.model_validate(by_id[q]) for q in goldens if q in by_id]
     missing = sorted(set(goldens) - {r.question_id for r in retrievals})
     if missing:
         raise dg.Failure(
@@ -426,22 +452,23 @@ def scored_run(
     summary = summarize(rows)
     if "2" in summary["tiers"]:
         summary["tiers"]["2"]["panels"] = tier2_panels(rows, goldens)
-        # Ingestion (read from the graph by retrieval_results), retrieval and agent use.
-        taken = retrieval.file(INGESTION_FILE)
-        ingestion = json.loads(taken.read_text("utf-8")) if taken.exists() else None
+        # Ingestion (read from the graph by retrieval_results), retrieval and agent use:
+        # tier 2 is one namespace, so one batch read it.
+        taken = [r.file(INGESTION_FILE) for r in batches if r.file(INGESTION_FILE).exists()]
+        ingestion = json.loads(taken[0].read_text("utf-8")) if taken else None
         summary["tiers"]["2"]["ingestion"] = ingestion
         summary["tiers"]["2"]["pass_criteria"] = tier2_pass_report(rows, goldens, ingestion)
     corpus_manifest = json.loads(
         retrieval.inputs["session_fixtures"].file(MANIFEST_FILE).read_text(encoding="utf-8")
     )
-    stages = stage_records(context.instance, retrieval)
+    stages = stage_records(context.instance, batches)
     stages["scored_run"] = {
         "run_id": context.run.run_id,
         "seconds": round(time.perf_counter() - t0, 3),
     }
     manifest = build_manifest(
         corpus_manifest,
-        retrieval,
+        batches,
         stages,
         scoring,
         tokenizer,

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from eval_pipeline.corpus.batches import partitioning_pin
 from eval_pipeline.runs.load import RunBundle
 
 
@@ -31,6 +32,13 @@ def _at(*keys: str) -> Callable[[RunBundle], Any]:
         return value
 
     return get
+
+
+def partitioning(run: RunBundle) -> Any:
+    """How the questions were split across graph instances; a bundle from before batches
+    existed ran them all on one instance, as a run of one batch does."""
+    value = run.pins.get("partitioning") if isinstance(run.pins, dict) else None
+    return value if value is not None else partitioning_pin(1)
 
 
 def question_set(run: RunBundle) -> list[str]:
@@ -69,6 +77,9 @@ COMPARABILITY_PINS: tuple[Pin, ...] = (
     Pin("graph.schema_version", _at("graph", "schema_version")),
     # The gate defines "covered": coverage under recall_all@5 is not coverage under @10.
     Pin("gate", _at("gate")),
+    # K batches on K instances: a batch-scoped retrieval (or a memory system that consolidates
+    # across namespaces) sees only its batch's sessions, so another K is another haystack.
+    Pin("partitioning", partitioning),
 )
 
 # Repeats for calibration must be one configuration, not just comparable runs.

@@ -71,6 +71,7 @@ PIN_CHANGES: dict[str, tuple[str, Any]] = {
     "reader": ("reader", "openai:gpt-4o"),
     "gate": ("gate.evidence_recall", "recall_all@5"),
     "graph.schema_version": ("graph.schema_version", 2),
+    "partitioning": ("partitioning.batches", 2),
 }
 
 

@@ -61,6 +61,22 @@ def test_compare_refuses_each_pin_mismatch(tmp_path, pin):
     assert pin in str(err.value)
 
 
+def test_a_bundle_from_before_batches_reads_as_one_batch(tmp_path):
+    """Bundles written before partitioning was pinned ran on one instance: comparable with a
+    run of one batch, refused against a run over two."""
+    from eval_pipeline.corpus.batches import partitioning_pin
+
+    rows = outcomes("q", ALL_COVERED)
+    assert "partitioning" not in BASE_PINS
+    one = set_pin(BASE_PINS, "partitioning", partitioning_pin(1))
+    base, cand = _pair(tmp_path, rows, rows, cand_pins=one)
+    assert compare(base, cand).changes == []
+    two = write_run(tmp_path, rows, label="two", pins=set_pin(one, "partitioning.batches", 2))
+    with pytest.raises(ComparisonRefused) as err:
+        compare(base, two)
+    assert err.value.pin_names == ["partitioning"]
+
+
 def test_compare_refuses_a_different_question_set(tmp_path):
     base, cand = _pair(tmp_path, outcomes("q", [True] * 5), outcomes("x", [True] * 5))
     with pytest.raises(ComparisonRefused) as err:
