@@ -118,6 +118,7 @@ RUN_OPTION_KEYS = (
     "repeat_reconcile",
     "repeat_salt",
     "wait_for_graph",
+    "batches",
     "verbose",
     "tier",
     "light",
@@ -329,6 +330,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="SECONDS",
         help="wait this long for another chain holding the graph instance (default: refuse)",
+    )
+    p.add_argument(
+        "--batches",
+        type=int,
+        metavar="K",
+        help="split the questions into K batches, each on a graph instance of its own, run "
+        "in parallel (embedded: K servers; else put {batch} in --graph-uri); default 1",
     )
     p.add_argument(
         "--verbose",

@@ -34,7 +34,8 @@ def ensure_dagster_home() -> Path:
 
 
 def local_instance():
-    """The persistent local instance, with the graph pool limited to one step at a time."""
+    """The persistent local instance, with the graph pool limited to one step at a time per
+    graph instance (a run over K batches raises it to K: ops/batch_runs.py)."""
     import dagster as dg
 
     ensure_dagster_home()
@@ -42,6 +43,6 @@ def local_instance():
     # An explicit limit: in a probe, the default_limit alone did not serialise runs.
     storage = instance.event_log_storage
     if storage.supports_global_concurrency_limits:
-        if storage.get_concurrency_info(GRAPH_POOL).slot_count != 1:
+        if storage.get_concurrency_info(GRAPH_POOL).slot_count < 1:
             storage.set_concurrency_slots(GRAPH_POOL, 1)
     return instance

@@ -17,10 +17,17 @@ from eval_pipeline.assets.retrieval import RETRIEVAL_ASSETS, RETRIEVAL_CHECKS, R
 from eval_pipeline.assets.scoring import SCORING_ASSETS, SCORING_CHECKS, ScoringSettings
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import install_log_redaction
+from eval_pipeline.ops.batch_runs import run_batch_stages
 from eval_pipeline.ops.chain import run_chain_stages
 from eval_pipeline.ops.schedules import OPS_SCHEDULES
 from eval_pipeline.ops.sensors import OPS_SENSORS
-from eval_pipeline.ops.tags import CHAIN_JOB_NAME, CHAIN_RUN_TAGS, STAGE_JOB_NAME, STAGE_RUN_TAGS
+from eval_pipeline.ops.tags import (
+    BATCH_JOB_NAME,
+    CHAIN_JOB_NAME,
+    CHAIN_RUN_TAGS,
+    STAGE_JOB_NAME,
+    STAGE_RUN_TAGS,
+)
 from eval_pipeline.settings import private_umask
 
 # Before any run logs or writes anything, whatever launched it: every log record of the process
@@ -62,6 +69,8 @@ def graph_store() -> GraphStore:
             dg.EnvVar("EVAL_GRAPH_PASSWORD") if os.environ.get("EVAL_GRAPH_PASSWORD") else None
         ),
         http_url=os.environ.get("EVAL_GRAPH_HTTP_URL"),
+        # A run over K question batches: one instance each (compose: memgraph-1 ... memgraph-K).
+        batch_uri=os.environ.get("EVAL_GRAPH_BATCH_URI") or None,
     )
 
 
@@ -91,10 +100,22 @@ def eval_chain() -> None:
     run_chain_stages()
 
 
+# Deployed, one question batch of an eval_chain run over several (ops/batch_runs.py): a run of
+# its own, so the run launcher gives each batch its own process, container or pod.
+@dg.job(
+    name=BATCH_JOB_NAME,
+    executor_def=dg.in_process_executor,
+    description="One question batch's graph stages, launched by an eval_chain run.",
+    tags={"dagster/max_retries": "0"},
+)
+def eval_batch() -> None:
+    run_batch_stages()
+
+
 defs = dg.Definitions(
     assets=ALL_ASSETS,
     asset_checks=ALL_CHECKS,
-    jobs=[eval_chain, eval_stage],
+    jobs=[eval_chain, eval_stage, eval_batch],
     # "Materialize" in the UI runs an implicit asset job: in-process too, for the same reason.
     executor=dg.in_process_executor,
     schedules=OPS_SCHEDULES,

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from eval_pipeline.corpus.batches import MAX_BATCHES
 from eval_pipeline.corpus.sampling import SampleSpec
 from eval_pipeline.corpus.upstream import UpstreamSpec
 from eval_pipeline.graph.dialects import DIALECTS
@@ -51,6 +52,8 @@ class RunOptions(BaseModel):
     repeat_reconcile: bool = False
     repeat_salt: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
     wait_for_graph: float = Field(default=0.0, ge=0.0)
+    # Question batches, each on its own graph instance, run in parallel (corpus/batches.py).
+    batches: int = Field(default=1, ge=1, le=MAX_BATCHES)
     verbose: bool = False
     tier: str = Field(default="1", pattern="^(1|2|all)$")
     light: bool = False
@@ -108,6 +111,7 @@ def chain_run_config(opts: RunOptions) -> dict[str, Any]:
         **sample.model_dump(),
         "tiers": opts.tier,
         "light": opts.light,
+        "batches": opts.batches,
     }
     graph: dict[str, Any] = {"backend": opts.backend, "lease_wait_s": opts.wait_for_graph}
     if opts.graph_uri:
@@ -207,7 +211,7 @@ def _outcome(chain: Any) -> RepeatOutcome:
     failed = chain.failed
     if failed is not None:
         return RepeatOutcome(
-            code=EXIT_FAILED, run_dir=run_dir, error=f"stage {failed.asset} failed: {failed.error}"
+            code=EXIT_FAILED, run_dir=run_dir, error=f"stage {failed.name} failed: {failed.error}"
         )
     if run_dir is None:
         return RepeatOutcome(code=EXIT_FAILED, error="the chain wrote no run bundle")
@@ -221,7 +225,7 @@ def _outcome(chain: Any) -> RepeatOutcome:
 
 def _progress(i: int, n: int, stage: Any) -> None:
     """One line per stage on stderr (stdout is the summary, the bundle path last)."""
-    text = f"[{i}/{n}] {stage.asset}: {stage.status} ({stage.seconds:.1f} s)"
+    text = f"[{i}/{n}] {stage.name}: {stage.status} ({stage.seconds:.1f} s)"
     if stage.warned_checks:
         text += f"; check(s) failed, not blocking: {', '.join(stage.warned_checks)}"
     print(text, file=sys.stderr, flush=True)
@@ -310,8 +314,9 @@ def _run_chain(opts: RunOptions) -> int:
     from eval_pipeline.dagster_home import local_instance
     from eval_pipeline.definitions import defs
     from eval_pipeline.graph.errors import ForeignDataError, GraphError
-    from eval_pipeline.graph.lease import Lease, LeaseHeld, hold
-    from eval_pipeline.ops.chain import run_stages
+    from eval_pipeline.graph.lease import Lease, LeaseHeld
+    from eval_pipeline.ops.batch_runs import holding_instances, run_batched
+    from eval_pipeline.ops.chain import CHAIN_STAGES
     from eval_pipeline.ops.tags import CHAIN_PARENT_TAG, LEASE_HOLDER_TAG, STAGE_JOB_NAME
 
     instance = local_instance()
@@ -321,34 +326,38 @@ def _run_chain(opts: RunOptions) -> int:
     salt = opts.repeat_salt or secrets.token_hex(4)
     store = graph_store_for(opts)
     outcomes: list[RepeatOutcome] = []
+
+    def run(config: dict, stages: tuple[str, ...]) -> Any:
+        return run_batched(
+            job,
+            instance,
+            config,
+            tags=tags,
+            batches=opts.batches,
+            stages=stages,
+            on_stage=_progress,
+        )
+
     try:
         # One chain per graph instance, across the chain and all its repeats: the lease is
-        # held here, by this invocation; each of its runs carries the holder in a tag.
-        store.ensure_running()
-        store.claim()
-        with hold(
+        # held here, by this invocation, on every batch's instance; each of its runs carries
+        # the holder in a tag.
+        with holding_instances(
             store,
+            opts.batches,
             Lease(holder=chain, what="eval-pipeline run"),
             wait_s=opts.wait_for_graph,
             run_finished=run_finished(instance),
-            release_after=True,
-            where=store.where,
         ):
             first = repeat_run_config(opts, 1, salt) if opts.repeat > 1 else chain_run_config(opts)
-            outcomes.append(
-                _outcome(run_stages(job, instance, first, tags=tags, on_stage=_progress))
-            )
+            outcomes.append(_outcome(run(first, CHAIN_STAGES)))
             stages = (
                 ("reconciled_graph", *REPEAT_STAGES) if opts.repeat_reconcile else REPEAT_STAGES
             )
             for k in range(2, opts.repeat + 1):
                 if outcomes[-1].code not in (EXIT_OK, EXIT_INCOMPLETE):
                     break
-                config = repeat_run_config(opts, k, salt)
-                chain_outcome = run_stages(
-                    job, instance, config, tags=tags, stages=stages, on_stage=_progress
-                )
-                outcomes.append(_outcome(chain_outcome))
+                outcomes.append(_outcome(run(repeat_run_config(opts, k, salt), stages)))
     except (LeaseHeld, ForeignDataError) as exc:
         print(f"eval-pipeline: error: {exc}", file=sys.stderr)
         return EXIT_REFUSED

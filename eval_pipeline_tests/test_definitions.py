@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import dagster as dg
 
 from eval_pipeline.corpus.jsonl import read_jsonl
@@ -133,3 +136,40 @@ def test_eval_chain_refuses_a_bad_option_before_its_first_stage(tmp_path):
     failure = next(e for e in result.all_events if e.is_step_failure)
     assert "preflight: --retriever nope.module:Thing" in failure.step_failure_data.error.message
     assert [r.run_id for r in instance.get_runs()] == [result.run_id]  # no stage was run
+
+
+def test_eval_chain_over_two_batches_materializes_each_partition_then_one_scored_run(tmp_path):
+    """The Launchpad path with `corpus.batches: 2`: each batch's graph stages are runs of
+    their own partition, on their own embedded server, and one scored_run reads both."""
+    from eval_pipeline.graph import server
+
+    (tmp_path / "dagster_home").mkdir()
+    instance = dg.DagsterInstance.local_temp(str(tmp_path / "dagster_home"))
+    data_dir = tmp_path / "graph" / "arcadedb"
+    try:
+        result = _launch_chain(
+            instance, tmp_path, corpus={"batches": 2}, graph={"data_dir": str(data_dir)}
+        )
+        assert result.success
+        stage_runs = [r for r in instance.get_runs() if r.run_id != result.run_id]
+        partitions = sorted(
+            (r.tags.get("dagster/partition"), r.tags["eval_pipeline/graph_instance"])
+            for r in stage_runs
+            if r.tags.get("dagster/partition")
+        )
+        # An asset run and a check run per graph stage and batch, each naming its instance.
+        assert partitions == sorted(
+            (key, f"default/{key}")
+            for key in ("batch-01-of-02", "batch-02-of-02")
+            for _ in range(6)
+        )
+        assert all(r.tags["eval_pipeline/chain_run"] == result.run_id for r in stage_runs)
+        scored = instance.get_latest_materialization_event(dg.AssetKey("scored_run"))
+        run_dir = scored.asset_materialization.metadata["run_dir"].value
+        manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
+        assert manifest["pins"]["partitioning"]["batches"] == 2
+        assert [b["batch"] for b in manifest["batches"]] == ["batch-01-of-02", "batch-02-of-02"]
+    finally:
+        for i in (1, 2):
+            server.stop(data_dir.with_name(f"arcadedb-batch{i:02d}"))
+        instance.dispose()

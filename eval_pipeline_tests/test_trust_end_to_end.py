@@ -57,7 +57,9 @@ def rows_of(run_dir: Path) -> dict[str, dict]:
     return {r["question_id"]: r for r in read_jsonl(run_dir / "results.jsonl")}
 
 
-def materialize(env, select: str, config: dict, tmp: Path, timeout=600):
+def materialize(env, select: str, config: dict, tmp: Path, timeout=600, partition=None):
+    """`dagster asset materialize`; the graph-bound assets are partitioned by question batch,
+    so a selection holding one names the batch (`batch-01-of-01`: one graph instance)."""
     cfg = tmp / f"config-{time.monotonic_ns()}.json"
     cfg.write_text(json.dumps(config))
     return subprocess.run(
@@ -71,6 +73,7 @@ def materialize(env, select: str, config: dict, tmp: Path, timeout=600):
             select,
             "-c",
             str(cfg),
+            *(["--partition", partition] if partition else []),
         ],
         env=env,
         capture_output=True,
@@ -153,13 +156,16 @@ def graph_labels(env) -> dict[str, int]:
 
 
 def newest_bundle(root: Path, before: set[Path]) -> Path:
-    (new,) = {p for p in (root / "state" / "runs").iterdir() if p.is_dir()} - before
+    (new,) = bundles(root) - before
     return new
 
 
 def bundles(root: Path) -> set[Path]:
+    """Run bundles (not the comparisons and noise floors kept beside them)."""
     runs = root / "state" / "runs"
-    return {p for p in runs.iterdir() if p.is_dir()} if runs.is_dir() else set()
+    if not runs.is_dir():
+        return set()
+    return {p for p in runs.iterdir() if (p / "manifest.json").is_file()}
 
 
 def test_reconciler_switch_through_dagster_redoes_the_memory(home, tmp_path):
@@ -177,6 +183,7 @@ def test_reconciler_switch_through_dagster_redoes_the_memory(home, tmp_path):
         "reconciled_graph*",
         {"resources": {"reconcile": {"config": {"reconciler": "none"}}}},
         tmp_path,
+        partition="batch-01-of-01",
     )
     assert mat.returncode == 0, mat.stderr[-3000:]
     labels = graph_labels(env)
@@ -206,7 +213,7 @@ def test_downstream_over_a_graph_of_other_fixtures_is_refused(home, tmp_path):
     )
     assert mat.returncode == 0, mat.stderr[-3000:]
     before = bundles(root)
-    mat = materialize(env, "retrieval_results,scored_run", {}, tmp_path)
+    mat = materialize(env, "retrieval_results,scored_run", {}, tmp_path, partition="batch-01-of-01")
     assert mat.returncode != 0
     assert "retrieval_graph_is_current" in mat.stderr + mat.stdout
     assert bundles(root) == before  # nothing scored a graph that is not this run's

@@ -69,6 +69,11 @@ def register(subparsers: Any) -> None:
     p = sub.add_parser("status", help="print URI, pid, data dir and node counts")
     p.set_defaults(func=_guarded(cmd_status))
     p = sub.add_parser("stop", help="stop the embedded ArcadeDB server")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="also the servers of question batches (<data dir>-batchNN, from --batches K)",
+    )
     p.set_defaults(func=_guarded(cmd_stop))
 
 
@@ -94,11 +99,15 @@ def cmd_stop(args: argparse.Namespace) -> int:
     from eval_pipeline.graph import server
 
     root = server.resolve_data_dir(args.graph_data_dir)
-    info = server.running_info(root)
-    if not server.stop(root):
-        print(f"no embedded graph server running for {root}")
-        return 0
-    print(f"stopped embedded ArcadeDB (pid {info.pid if info else '?'}, data dir {root})")
+    roots = [root]
+    if getattr(args, "all", False):
+        roots += sorted(root.parent.glob(f"{root.name}-batch[0-9][0-9]*"))
+    for root in roots:
+        info = server.running_info(root)
+        if not server.stop(root):
+            print(f"no embedded graph server running for {root}")
+            continue
+        print(f"stopped embedded ArcadeDB (pid {info.pid if info else '?'}, data dir {root})")
     return 0
 
 

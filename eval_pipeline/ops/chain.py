@@ -15,6 +15,7 @@ failure is also appended to `<state>/ops/failures.jsonl` right here, daemon or n
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +25,8 @@ import dagster as dg
 from pydantic import BaseModel, Field
 
 from eval_pipeline.assets.artifacts import ARTIFACT_ASSETS
+from eval_pipeline.assets.batches import BATCHED_ASSETS, ONE_BATCH, register_batches
+from eval_pipeline.corpus.batches import BatchKey
 from eval_pipeline.ops.sensors import (
     append_jsonl,
     failures_path,
@@ -42,6 +45,7 @@ Status = Literal["ok", "failed", "check_failed", "incomplete"]
 
 class StageOutcome(BaseModel):
     asset: str
+    batch: str | None = None  # the question batch (partition) of a batched stage, K > 1
     status: Status
     run_ids: list[str] = Field(default_factory=list)
     error: str | None = None  # one line: what went wrong
@@ -49,6 +53,11 @@ class StageOutcome(BaseModel):
     warned_checks: list[str] = Field(default_factory=list)  # failed, but not blocking
     seconds: float = 0.0
     metadata: dict[str, Any] = Field(default_factory=dict)  # the asset's, plain values
+
+    @property
+    def name(self) -> str:
+        """The stage as people read it: `retrieval_results [batch-02-of-04]` for a batch."""
+        return f"{self.asset} [{self.batch}]" if self.batch else self.asset
 
 
 class ChainOutcome(BaseModel):
@@ -139,17 +148,26 @@ def run_stages(
     tags: Mapping[str, str],
     stages: Sequence[str] = CHAIN_STAGES,
     on_stage: Callable[[int, int, StageOutcome], None] | None = None,
+    batch: BatchKey = ONE_BATCH,
 ) -> ChainOutcome:
-    """Run `stages` of asset job `job` one by one; stop at the first that fails."""
+    """Run `stages` of asset job `job` one by one; stop at the first that fails. The assets
+    partitioned by question batch run as partition `batch` (the only one of a one-batch run)."""
     run_tags = {**tags, **STAGE_RUN_TAGS}
     outcomes: list[StageOutcome] = []
+    if any(asset in BATCHED_ASSETS for asset in stages):
+        register_batches(instance, batch.batches)
     for i, asset in enumerate(stages, 1):
         started = time.perf_counter()
         key = dg.AssetKey(asset)
+        partition = batch.key if asset in BATCHED_ASSETS else None
         result = job.get_subset(
             asset_selection={key}, asset_check_selection=set()
         ).execute_in_process(
-            run_config=dict(run_config), instance=instance, raise_on_error=False, tags=run_tags
+            run_config=dict(run_config),
+            instance=instance,
+            raise_on_error=False,
+            tags=run_tags,
+            partition_key=partition,
         )
         outcome = StageOutcome(asset=asset, status="ok", run_ids=[result.run_id])
         if not result.success:
@@ -165,6 +183,7 @@ def run_stages(
                     instance=instance,
                     raise_on_error=False,
                     tags=run_tags,
+                    partition_key=partition,
                 )
                 outcome.run_ids.append(checked.run_id)
                 for ev in checked.get_asset_check_evaluations():
@@ -220,8 +239,14 @@ def run_chain_stages(context) -> None:  # unannotated: Dagster cannot read strin
     # Imported here: definitions imports this module to build the eval_chain job.
     from eval_pipeline.assets.graph_lease import run_finished
     from eval_pipeline.definitions import defs
-    from eval_pipeline.graph.lease import Lease, hold
-    from eval_pipeline.ops.tags import LEASE_HOLDER_TAG, STAGE_JOB_NAME, TRIGGER_TAG
+    from eval_pipeline.graph.lease import Lease
+    from eval_pipeline.ops.batch_runs import holding_instances, run_batched
+    from eval_pipeline.ops.tags import (
+        LEASE_HOLDER_TAG,
+        STAGE_JOB_NAME,
+        TRIGGER_TAG,
+        WEBSERVER_ENV,
+    )
     from eval_pipeline.preflight import PreflightError, preflight
 
     run = context.run
@@ -238,31 +263,35 @@ def run_chain_stages(context) -> None:  # unannotated: Dagster cannot read strin
         preflight({name: getattr(context.resources, name) for name in PREFLIGHT_RESOURCES})
     except PreflightError as exc:
         raise dg.Failure(f"preflight: {exc}") from None
-    graph.ensure_running()
-    graph.claim()
 
     def log(i: int, n: int, stage: StageOutcome) -> None:
-        text = f"[{i}/{n}] {stage.asset}: {stage.status} ({stage.seconds:.1f} s)"
+        text = f"[{i}/{n}] {stage.name}: {stage.status} ({stage.seconds:.1f} s)"
         if stage.error:
             text += f": {stage.error}"
         (context.log.info if stage.status == "ok" else context.log.error)(text)
 
+    batches = context.resources.corpus.batches
     lease = Lease(holder=run.run_id, run_id=run.run_id, what=f"{run.job_name} run")
-    with hold(
+    with holding_instances(
         graph,
+        batches,
         lease,
         wait_s=graph.lease_wait_s,
         run_finished=run_finished(context.instance),
-        release_after=True,
-        where=graph.where,
     ):
-        outcome = run_stages(
-            defs.resolve_job_def(STAGE_JOB_NAME), context.instance, config, tags=tags, on_stage=log
+        outcome = run_batched(
+            defs.resolve_job_def(STAGE_JOB_NAME),
+            context.instance,
+            config,
+            tags=tags,
+            batches=batches,
+            on_stage=log,
+            webserver=os.environ.get(WEBSERVER_ENV) or None,
         )
     failed = outcome.failed
     if failed is not None:
         raise dg.Failure(
-            f"stage {failed.asset} failed: {failed.error}",
+            f"stage {failed.name} failed: {failed.error}",
             metadata={"failed_stage": failed.asset, "stage_runs": failed.run_ids},
         )
     if outcome.incomplete:

@@ -34,5 +34,9 @@ LEASE_HOLDER_TAG = "eval_pipeline/lease_holder"
 # The chain runs stage by stage (ops/chain.py): each stage run names the chain run it belongs
 # to, and is never retried on its own (a crashed chain is retried whole, from scratch).
 STAGE_JOB_NAME = "eval_stage"
+# Deployed, a chain over several question batches runs each batch as a run of this job.
+BATCH_JOB_NAME = "eval_batch"
+# The webserver a deployed chain submits its batch runs to (e.g. http://dagster_webserver:3000).
+WEBSERVER_ENV = "EVAL_DAGSTER_WEBSERVER"
 CHAIN_PARENT_TAG = "eval_pipeline/chain_run"
 STAGE_RUN_TAGS: dict[str, str] = {"dagster/max_retries": "0", "eval_pipeline/stage_run": "true"}

@@ -1,0 +1,322 @@
+"""A chain over K question batches, in parallel.
+
+The corpus stages run once; then each batch's graph stages (injected_graph, reconciled_graph,
+retrieval_results: partition `batch-NN-of-KK`) run in a worker process of their own, against
+the batch's own graph instance, all batches at once; then one scored_run reads every batch
+(and the comparison stages follow as usual). Each stage is still a Dagster run of its own in
+the same instance, so the lineage shows which batch's which stage failed.
+
+Workers are processes, not threads: injection, reconciliation and retrieval are Python work
+beside each server, and one interpreter would run the batches one at a time under its lock.
+
+Deployed (EVAL_DAGSTER_WEBSERVER names the webserver), each batch is instead a run of job
+`eval_batch` submitted through the webserver's GraphQL API: the queued coordinator admits one
+run per graph instance (its tag), and the run launcher gives each batch its own process,
+container (DockerRunLauncher) or pod (K8sRunLauncher). The driver waits for them, then scores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any
+
+import dagster as dg
+
+from eval_pipeline.assets.batches import BATCHED_ASSETS, register_batches
+from eval_pipeline.corpus.batches import BatchKey, batch_keys
+from eval_pipeline.dagster_home import GRAPH_POOL
+from eval_pipeline.graph.lease import Lease, RunFinished, hold
+from eval_pipeline.graph.store import GraphStore
+from eval_pipeline.ops.chain import (
+    CHAIN_STAGES,
+    RESOURCE_KEYS,
+    ChainOutcome,
+    StageOutcome,
+    run_stages,
+)
+from eval_pipeline.ops.tags import BATCH_JOB_NAME, GRAPH_INSTANCE_TAG, STAGE_JOB_NAME
+
+OnStage = Callable[[int, int, StageOutcome], None]
+
+
+def split_stages(stages: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """(before the batches, per batch, after them): the batched stages are contiguous."""
+    batched = [s for s in stages if s in BATCHED_ASSETS]
+    if not batched:
+        return list(stages), [], []
+    first, last = stages.index(batched[0]), stages.index(batched[-1])
+    return list(stages[:first]), list(stages[first : last + 1]), list(stages[last + 1 :])
+
+
+def batch_tags(tags: Mapping[str, str], batch: BatchKey) -> dict[str, str]:
+    """A batch's stage runs name its graph instance: the queued coordinator allows one run
+    per instance (dagster.yaml), and the batches of one chain are K instances."""
+    base = tags.get(GRAPH_INSTANCE_TAG, "default")
+    return {**tags, GRAPH_INSTANCE_TAG: f"{base}/{batch.key}"}
+
+
+def _ensure_graph_slots(instance: dg.DagsterInstance, slots: int) -> None:
+    """The graph pool bounds graph steps across the Dagster instance: one per graph
+    instance. Which instance a step may touch is the lease's business (graph/lease.py)."""
+    storage = instance.event_log_storage
+    if storage.supports_global_concurrency_limits:
+        if storage.get_concurrency_info(GRAPH_POOL).slot_count < slots:
+            storage.set_concurrency_slots(GRAPH_POOL, slots)
+
+
+def run_batched(
+    job: dg.JobDefinition,
+    instance: dg.DagsterInstance,
+    run_config: Mapping[str, Any],
+    *,
+    tags: Mapping[str, str],
+    batches: int = 1,
+    stages: Sequence[str] = CHAIN_STAGES,
+    on_stage: OnStage | None = None,
+    webserver: str | None = None,
+) -> ChainOutcome:
+    """Run `stages` with the batched ones over `batches` batches (ops.chain.run_stages for
+    one batch): in worker processes, or as `eval_batch` runs launched through `webserver`.
+    Stops before scoring when any batch failed: a scored run is all of them."""
+    keys = batch_keys(batches)
+    before, batched, after = split_stages(stages)
+    if batches == 1 or not batched:
+        return run_stages(job, instance, run_config, tags=tags, stages=stages, on_stage=on_stage)
+    if instance.is_ephemeral:
+        raise ValueError(
+            f"a run over {batches} question batches needs a persistent Dagster instance "
+            "(DAGSTER_HOME): its batches run in processes of their own"
+        )
+    outcome = run_stages(job, instance, run_config, tags=tags, stages=before, on_stage=on_stage)
+    if outcome.failed is not None or outcome.incomplete:
+        return outcome
+    register_batches(instance, batches)
+    _ensure_graph_slots(instance, batches)
+    if webserver:
+        results = launch_batch_runs(webserver, instance, run_config, tags, keys, batched)
+    else:
+        results = _in_workers(instance, job.name, run_config, tags, keys, batched, on_stage)
+    stages_done = [*outcome.stages, *(s for r in results for s in r.stages)]
+    if any(r.failed is not None or r.incomplete for r in results):
+        return ChainOutcome(stages=stages_done)
+    rest = run_stages(job, instance, run_config, tags=tags, stages=after, on_stage=on_stage)
+    return ChainOutcome(stages=[*stages_done, *rest.stages])
+
+
+def _in_workers(
+    instance: dg.DagsterInstance,
+    job_name: str,
+    run_config: Mapping[str, Any],
+    tags: Mapping[str, str],
+    keys: list[BatchKey],
+    stages: list[str],
+    on_stage: OnStage | None,
+) -> list[ChainOutcome]:
+    context = multiprocessing.get_context("spawn")  # no forked driver, lock or thread state
+    with ProcessPoolExecutor(max_workers=len(keys), mp_context=context) as pool:
+        futures = [
+            pool.submit(
+                batch_worker,
+                instance.get_ref(),
+                job_name,
+                dict(run_config),
+                batch_tags(tags, batch),
+                stages,
+                batch.model_dump(),
+                on_stage is not None,
+            )
+            for batch in keys
+        ]
+        return [ChainOutcome.model_validate(f.result()) for f in futures]
+
+
+def batch_worker(
+    instance_ref: Any,
+    job_name: str,
+    run_config: dict[str, Any],
+    tags: dict[str, str],
+    stages: list[str],
+    batch: dict[str, Any],
+    progress: bool,
+) -> dict[str, Any]:
+    """One batch's stages, in a worker process (module-level: spawn pickles it by name)."""
+    from eval_pipeline.definitions import defs
+
+    key = BatchKey.model_validate(batch)
+    instance = dg.DagsterInstance.from_ref(instance_ref)
+
+    def say(i: int, n: int, stage: StageOutcome) -> None:
+        text = f"[{key.key}] [{i}/{n}] {stage.asset}: {stage.status} ({stage.seconds:.1f} s)"
+        if stage.error:
+            text += f": {stage.error}"
+        print(text, file=sys.stderr, flush=True)
+
+    outcome = run_stages(
+        defs.resolve_job_def(job_name),
+        instance,
+        run_config,
+        tags=tags,
+        stages=stages,
+        on_stage=say if progress else None,
+        batch=key,
+    )
+    for stage in outcome.stages:
+        stage.batch = key.key
+    return outcome.model_dump(mode="json")
+
+
+@contextlib.contextmanager
+def holding_instances(
+    graph: GraphStore,
+    batches: int,
+    lease: Lease,
+    *,
+    wait_s: float,
+    run_finished: RunFinished,
+) -> Iterator[list[GraphStore]]:
+    """Every batch's graph instance started (or reached), claimed, and its lease held for
+    the block under one holder; a refusal on any releases those already taken."""
+    stores = [graph.for_batch(batch) for batch in batch_keys(batches)]
+    # K embedded servers start at once (each JVM takes seconds), then each is claimed.
+    with ThreadPoolExecutor(max_workers=len(stores)) as starting:
+        list(starting.map(lambda store: store.ensure_running(), stores))
+    with contextlib.ExitStack() as stack:
+        for store in stores:
+            store.claim()
+            stack.enter_context(
+                hold(
+                    store,
+                    lease,
+                    wait_s=wait_s,
+                    run_finished=run_finished,
+                    release_after=True,
+                    where=store.where,
+                )
+            )
+        yield stores
+
+
+# --- deployed: one Dagster run per batch, through the run launcher ---------------------------
+
+OUTCOME_META = "outcome"
+
+
+BATCH_OP_NAME = "run_batch_stages"
+
+
+@dg.op(
+    name=BATCH_OP_NAME,
+    # A schema, not a Config class: this module's annotations are strings (future import).
+    config_schema={
+        "batch": dg.Field(str, description="the question batch, e.g. batch-02-of-04"),
+        "stages": dg.Field([str], description="its stages, in chain order"),
+    },
+    required_resource_keys=set(RESOURCE_KEYS),
+    description="One question batch's graph stages (each in a run of its own, then its "
+    "checks), launched by an eval_chain run over several batches; it holds the leases.",
+)
+def run_batch_stages(context):  # unannotated: Dagster cannot read string annotations
+    from eval_pipeline.definitions import defs
+
+    batch = BatchKey.parse(context.op_config["batch"])
+    tags = {k: v for k, v in context.run.tags.items() if k.startswith("eval_pipeline/")}
+
+    def log(i: int, n: int, stage: StageOutcome) -> None:
+        text = f"[{batch.key}] [{i}/{n}] {stage.asset}: {stage.status} ({stage.seconds:.1f} s)"
+        (context.log.info if stage.status == "ok" else context.log.error)(
+            text + (f": {stage.error}" if stage.error else "")
+        )
+
+    outcome = run_stages(
+        defs.resolve_job_def(STAGE_JOB_NAME),
+        context.instance,
+        {k: v for k, v in (context.run_config or {}).items() if k in ("resources", "loggers")},
+        tags=tags,
+        stages=context.op_config["stages"],
+        on_stage=log,
+        batch=batch,
+    )
+    for stage in outcome.stages:
+        stage.batch = batch.key
+    report = {OUTCOME_META: dg.MetadataValue.json(outcome.model_dump(mode="json"))}
+    if outcome.failed is not None:
+        raise dg.Failure(
+            f"stage {outcome.failed.name} failed: {outcome.failed.error}", metadata=report
+        )
+    return dg.Output(None, metadata=report)
+
+
+def launch_batch_runs(
+    webserver: str,
+    instance: dg.DagsterInstance,
+    run_config: Mapping[str, Any],
+    tags: Mapping[str, str],
+    keys: list[BatchKey],
+    stages: list[str],
+    *,
+    poll_s: float = 2.0,
+) -> list[ChainOutcome]:
+    """Submit one `eval_batch` run per batch through the webserver's GraphQL API (the
+    official client), wait until every one has finished, and read each one's outcome."""
+    from urllib.parse import urlsplit
+
+    from dagster_graphql import DagsterGraphQLClient
+
+    url = urlsplit(webserver)
+    client = DagsterGraphQLClient(
+        url.hostname or "localhost", port_number=url.port, use_https=url.scheme == "https"
+    )
+    run_ids = []
+    for batch in keys:
+        config = {
+            **run_config,
+            "ops": {BATCH_OP_NAME: {"config": {"batch": batch.key, "stages": list(stages)}}},
+        }
+        run_tags = {**batch_tags(tags, batch), "dagster/max_retries": "0"}
+        run_ids.append(
+            client.submit_job_execution(BATCH_JOB_NAME, run_config=config, tags=run_tags)
+        )
+    while True:
+        runs = [instance.get_run_by_id(run_id) for run_id in run_ids]
+        if all(run is not None and run.is_finished for run in runs):
+            break
+        time.sleep(poll_s)
+    return [
+        _launched_outcome(instance, run_id, batch, stages)
+        for run_id, batch in zip(run_ids, keys, strict=True)
+    ]
+
+
+def _launched_outcome(
+    instance: dg.DagsterInstance, run_id: str, batch: BatchKey, stages: list[str]
+) -> ChainOutcome:
+    """What an `eval_batch` run reported (its op's output or failure metadata), or a failed
+    first stage when the run ended without reporting (crashed, canceled)."""
+    for kind in (dg.DagsterEventType.STEP_OUTPUT, dg.DagsterEventType.STEP_FAILURE):
+        for record in instance.get_records_for_run(run_id, of_type=kind).records:
+            event = record.event_log_entry.dagster_event
+            data = event.step_output_data if kind == dg.DagsterEventType.STEP_OUTPUT else None
+            meta = data.metadata if data is not None else {}
+            if kind == dg.DagsterEventType.STEP_FAILURE:
+                failure = event.step_failure_data.user_failure_data
+                meta = failure.metadata if failure is not None else {}
+            if OUTCOME_META in meta:
+                return ChainOutcome.model_validate(meta[OUTCOME_META].value)
+    run = instance.get_run_by_id(run_id)
+    status = run.status.value if run is not None else "missing"
+    return ChainOutcome(
+        stages=[
+            StageOutcome(
+                asset=stages[0],
+                batch=batch.key,
+                status="failed",
+                run_ids=[run_id],
+                error=f"batch run {run_id} ended {status} without reporting its stages",
+            )
+        ]
+    )
