@@ -136,3 +136,29 @@ def test_no_secret_value_in_the_compose_file(compose):
     text = COMPOSE_FILE.read_text()
     # Shapes of real provider keys, in case one is pasted somewhere other than `environment`.
     assert not re.search(r"sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}", text)
+
+
+def test_batch_instances_are_memgraph_itself_behind_a_profile(compose):
+    """A run over K question batches needs K instances: memgraph-N, the same server and
+    flags as `memgraph`, each with its own volume, started only with `--profile batches`;
+    the pipeline names them through EVAL_GRAPH_BATCH_URI."""
+    services = compose["services"]
+    base = services["memgraph"]
+    batches = sorted(name for name in services if re.fullmatch(r"memgraph-\d+", name))
+    assert batches == ["memgraph-1", "memgraph-2"]
+    volumes = {base["volumes"][0].split(":")[0]}
+    for name in batches:
+        service = services[name]
+        assert service["profiles"] == ["batches"], name
+        for key in ("image", "command", "healthcheck", "networks"):
+            assert service[key] == base[key], (name, key)
+        assert "ports" not in service, name  # reached by service name, never from the host
+        volume = service["volumes"][0].split(":")[0]
+        assert volume not in volumes and volume in compose["volumes"], name
+        volumes.add(volume)
+    for name in DAGSTER_SERVICES:
+        uri = compose["services"][name]["environment"]["EVAL_GRAPH_BATCH_URI"]
+        assert uri == "bolt://memgraph-{batch}:7687"
+        assert {uri.replace("{batch}", str(i)).split("//")[1].split(":")[0] for i in (1, 2)} == (
+            set(batches)
+        )
