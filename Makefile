@@ -67,6 +67,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_retrieval
 	$(BIN)/python -m benchmarks.bench_llm_layer
 	$(BIN)/python -m benchmarks.bench_e2e
+	$(BIN)/python -m benchmarks.bench_scaleout
 	$(BIN)/python -m benchmarks.bench_local_judge
 
 clean:
