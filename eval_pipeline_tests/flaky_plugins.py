@@ -9,10 +9,13 @@ Which is which is a pure function of the question id, so a test can recompute it
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
 from typing import Any
 
 import neo4j.exceptions
 
+from eval_pipeline.corpus.batches import batch_index
 from eval_pipeline.graph import server
 from eval_pipeline.reconcile.extractive import ExtractiveReconciler
 from eval_pipeline.retrieve.fulltext import FulltextRetriever
@@ -56,3 +59,15 @@ class StopsTheGraphReconciler(ExtractiveReconciler):
             StopsTheGraphReconciler._stopped = True
             server.stop(server.resolve_data_dir(None))
         return super().reconcile(session)
+
+
+class KilledInBatchTwoRetriever(FulltextRetriever):
+    """The full-text retriever, whose process is killed outright (as the kernel's OOM killer
+    would) when it reaches a question of batch 2 of a run over two batches."""
+
+    name = "killed-in-batch-two"
+
+    def retrieve(self, request: RetrievalRequest, trace: RetrievalTrace) -> Any:
+        if batch_index(request.question_id, 2) == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().retrieve(request, trace)

@@ -16,6 +16,7 @@ import pytest
 from eval_pipeline.corpus.batches import BatchKey, batch_index, batch_keys, partitioning_pin
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.graph.store import GraphStore
+from eval_pipeline.settings import REPO_DIR
 from eval_pipeline_tests.bundle_checks import assert_summary_recomputes
 
 EXE = str(Path(sys.executable).with_name("eval-pipeline"))
@@ -28,6 +29,8 @@ def home(tmp_path_factory):
         **{k: v for k, v in os.environ.items() if k != "CONFIDENT_API_KEY"},
         "EVAL_PIPELINE_HOME": str(root / "state"),
         "DAGSTER_HOME": str(root / "state" / "dagster_home"),
+        # The plug-in that is killed lives in the test package.
+        "PYTHONPATH": str(REPO_DIR),
     }
     yield root, env
     subprocess.run([EXE, "graph", "stop", "--all"], env=env, capture_output=True, timeout=120)
@@ -172,3 +175,36 @@ def test_a_batch_uri_without_its_placeholder_is_refused_before_anything_runs(hom
         .endswith("put {batch} in --graph-uri (e.g. bolt://memgraph-{batch}:7687)")
     )
     assert BatchKey.parse("batch-02-of-02").batches == 2
+
+
+def test_a_batch_worker_killed_mid_stage_fails_its_batch_and_scores_nothing(home, runs):
+    """The OOM killer takes batch 2's worker during retrieval: batch 1 still finishes, the run
+    fails naming batch 2's stage, that stage's run is marked failed (not left running), the
+    failure is recorded, and no bundle is written from half the questions."""
+    root, env = home
+    before = {p for p in (root / "state" / "runs").iterdir() if (p / "manifest.json").exists()}
+    res = run(
+        env,
+        "--batches",
+        "2",
+        "--retriever",
+        "eval_pipeline_tests.flaky_plugins:KilledInBatchTwoRetriever",
+    )
+    assert res.returncode == 1, res.stderr[-2000:]
+    last = res.stderr.strip().splitlines()[-1]
+    assert "stage retrieval_results [batch-02-of-02] failed: the batch worker died" in last
+    assert "[batch-01-of-02] [3/3] retrieval_results: ok" in res.stderr
+    after = {p for p in (root / "state" / "runs").iterdir() if (p / "manifest.json").exists()}
+    assert after == before
+    instance = dg.DagsterInstance.from_config(env["DAGSTER_HOME"])
+    try:
+        runs_ = instance.get_runs(dg.RunsFilter(tags={"dagster/partition": "batch-02-of-02"}))
+        assert runs_ and all(r.is_finished for r in runs_)
+        assert runs_[0].status == dg.DagsterRunStatus.FAILURE
+    finally:
+        instance.dispose()
+    failures = [
+        json.loads(line)
+        for line in (root / "state" / "ops" / "failures.jsonl").read_text().splitlines()
+    ]
+    assert any("the batch worker died" in (f.get("message") or "") for f in failures)

@@ -37,9 +37,17 @@ from eval_pipeline.ops.chain import (
     RESOURCE_KEYS,
     ChainOutcome,
     StageOutcome,
+    record_failure,
     run_stages,
 )
-from eval_pipeline.ops.tags import BATCH_JOB_NAME, GRAPH_INSTANCE_TAG, STAGE_JOB_NAME
+from eval_pipeline.ops.tags import (
+    BATCH_JOB_NAME,
+    CHAIN_PARENT_TAG,
+    GRAPH_INSTANCE_TAG,
+    STAGE_JOB_NAME,
+)
+
+PARTITION_TAG = "dagster/partition"
 
 OnStage = Callable[[int, int, StageOutcome], None]
 
@@ -117,22 +125,94 @@ def _in_workers(
     stages: list[str],
     on_stage: OnStage | None,
 ) -> list[ChainOutcome]:
+    """Each batch in a worker process of its own (one pool per batch: a worker that dies
+    breaks only its own pool, never the other batches')."""
     context = multiprocessing.get_context("spawn")  # no forked driver, lock or thread state
-    with ProcessPoolExecutor(max_workers=len(keys), mp_context=context) as pool:
-        futures = [
-            pool.submit(
-                batch_worker,
-                instance.get_ref(),
-                job_name,
-                dict(run_config),
-                batch_tags(tags, batch),
-                stages,
-                batch.model_dump(),
-                on_stage is not None,
+    with contextlib.ExitStack() as stack:
+        futures = []
+        for batch in keys:
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=1, mp_context=context))
+            futures.append(
+                pool.submit(
+                    batch_worker,
+                    instance.get_ref(),
+                    job_name,
+                    dict(run_config),
+                    batch_tags(tags, batch),
+                    stages,
+                    batch.model_dump(),
+                    on_stage is not None,
+                )
             )
-            for batch in keys
+        outcomes = []
+        for future, batch in zip(futures, keys, strict=True):
+            try:
+                outcomes.append(ChainOutcome.model_validate(future.result()))
+            except Exception as exc:  # noqa: BLE001 - a dead worker is its batch's failure
+                outcomes.append(_died(instance, job_name, tags, batch, stages, exc))
+        return outcomes
+
+
+def _died(
+    instance: dg.DagsterInstance,
+    job_name: str,
+    tags: Mapping[str, str],
+    batch: BatchKey,
+    stages: list[str],
+    exc: BaseException,
+) -> ChainOutcome:
+    """A worker that died (killed, out of memory): its batch fails at the stage it was in,
+    that stage's run is marked failed (it would read as running forever), and the failure is
+    recorded as any stage's is."""
+    error = f"the batch worker died ({type(exc).__name__}: {exc or 'no message'})"
+    asset, run_ids = stages[0], []
+    chain = tags.get(CHAIN_PARENT_TAG)
+    runs = (
+        instance.get_runs(
+            dg.RunsFilter(tags={CHAIN_PARENT_TAG: chain, PARTITION_TAG: batch.key}), limit=1
+        )
+        if chain
+        else []
+    )
+    if runs:
+        run = runs[0]
+        asset = _planned_asset(instance, run.run_id) or asset
+        run_ids = [run.run_id]
+        if not run.is_finished:
+            instance.report_run_failed(run, message=error)
+    outcome = _failed(batch, [asset], error, run_ids[0] if run_ids else None)
+    record_failure(outcome.stages[0], tags, job_name)
+    return outcome
+
+
+def _planned_asset(instance: dg.DagsterInstance, run_id: str) -> str | None:
+    """The asset a stage run was materializing or checking, from its planned events."""
+    for kind in (
+        dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+        dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED,
+    ):
+        for record in instance.get_records_for_run(run_id, of_type=kind).records:
+            event = record.event_log_entry.dagster_event
+            key = getattr(event, "asset_key", None) if event is not None else None
+            if key is not None:
+                return key.to_user_string()
+    return None
+
+
+def _failed(
+    batch: BatchKey, stages: list[str], error: str, run_id: str | None = None
+) -> ChainOutcome:
+    return ChainOutcome(
+        stages=[
+            StageOutcome(
+                asset=stages[0],
+                batch=batch.key,
+                status="failed",
+                run_ids=[run_id] if run_id else [],
+                error=error,
+            )
         ]
-        return [ChainOutcome.model_validate(f.result()) for f in futures]
+    )
 
 
 def batch_worker(
@@ -309,14 +389,6 @@ def _launched_outcome(
                 return ChainOutcome.model_validate(meta[OUTCOME_META].value)
     run = instance.get_run_by_id(run_id)
     status = run.status.value if run is not None else "missing"
-    return ChainOutcome(
-        stages=[
-            StageOutcome(
-                asset=stages[0],
-                batch=batch.key,
-                status="failed",
-                run_ids=[run_id],
-                error=f"batch run {run_id} ended {status} without reporting its stages",
-            )
-        ]
+    return _failed(
+        batch, stages, f"batch run {run_id} ended {status} without reporting its stages", run_id
     )
