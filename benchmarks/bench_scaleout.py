@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_e2e import peak_rss_mb
+from benchmarks.bench_e2e import TARGET_WHOLE_S, peak_rss_mb
 from eval_pipeline.corpus.generate import UPSTREAM_QUESTIONS, generate
 from eval_pipeline.settings import state_dir
 
@@ -252,6 +252,13 @@ def main() -> None:
             f"speed-up K={r['k']} vs K={base['k']}: {base['wall_s'] / r['wall_s']:.2f}x "
             f"({base['wall_s']:.1f} s -> {r['wall_s']:.1f} s)"
         )
+    if args.shape == "s" and args.questions == UPSTREAM_QUESTIONS:
+        for r in results:  # issue 18's whole-run target, for each K measured
+            verdict = "OK" if r["wall_s"] <= TARGET_WHOLE_S else "MISSED"
+            print(
+                f"target: whole S run with K={r['k']} {r['wall_s'] / 60:.2f} min <= "
+                f"{TARGET_WHOLE_S / 60:.0f} min {verdict}"
+            )
     projection = project(results[-1], args.questions, args.sessions)
     if projection and args.shape == "m":
         print(
