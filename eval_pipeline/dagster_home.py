@@ -41,8 +41,14 @@ def local_instance():
     ensure_dagster_home()
     instance = dg.DagsterInstance.get()
     # An explicit limit: in a probe, the default_limit alone did not serialise runs.
+    ensure_graph_slots(instance, 1)
+    return instance
+
+
+def ensure_graph_slots(instance, slots: int) -> None:
+    """At least `slots` steps of the graph pool at once: one per graph instance in use.
+    Which instance a step may touch is the lease's business (graph/lease.py)."""
     storage = instance.event_log_storage
     if storage.supports_global_concurrency_limits:
-        if storage.get_concurrency_info(GRAPH_POOL).slot_count < 1:
-            storage.set_concurrency_slots(GRAPH_POOL, 1)
-    return instance
+        if storage.get_concurrency_info(GRAPH_POOL).slot_count < slots:
+            storage.set_concurrency_slots(GRAPH_POOL, slots)

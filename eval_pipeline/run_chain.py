@@ -225,7 +225,7 @@ def _outcome(chain: Any) -> RepeatOutcome:
 
 def _progress(i: int, n: int, stage: Any) -> None:
     """One line per stage on stderr (stdout is the summary, the bundle path last)."""
-    text = f"[{i}/{n}] {stage.name}: {stage.status} ({stage.seconds:.1f} s)"
+    text = stage.progress(i, n, with_error=False)  # errors are printed last, once
     if stage.warned_checks:
         text += f"; check(s) failed, not blocking: {', '.join(stage.warned_checks)}"
     print(text, file=sys.stderr, flush=True)

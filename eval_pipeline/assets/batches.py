@@ -14,13 +14,14 @@ from typing import Any
 import dagster as dg
 
 from eval_pipeline.assets.artifacts import StageRecord, batch_record
+from eval_pipeline.assets.graph_lease import GRAPH_STEPS
 from eval_pipeline.corpus.batches import BatchKey, batch_keys
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.ops.tags import CHAIN_PARENT_TAG
 
 QUESTION_BATCHES = dg.DynamicPartitionsDefinition(name="question_batches")
-# The assets partitioned by batch (they read or write one batch's graph instance).
-BATCHED_ASSETS = frozenset({"injected_graph", "reconciled_graph", "retrieval_results"})
+# The assets partitioned by question batch: those that read or write the graph instance.
+BATCHED_ASSETS = frozenset(GRAPH_STEPS)
 ONE_BATCH = BatchKey(index=1, batches=1)
 
 
@@ -58,7 +59,11 @@ def batch_retrievals(context: Any, batches: int) -> list[StageRecord]:
         for b in batch_keys(batches)
     ]
     chain = context.run.tags.get(CHAIN_PARENT_TAG)
-    goldens = {r.inputs["goldens"].facts.get("goldens_sha256") for r in records}
+    if len({r.inputs["goldens"].facts.get("goldens_sha256") for r in records}) > 1:
+        raise dg.Failure(
+            "the batches' retrieval_results were made for different goldens: materialize "
+            "every batch again"
+        )
     for batch, record in zip(batch_keys(batches), records, strict=True):
         if batches > 1 and chain is not None:
             run = context.instance.get_run_by_id(record.run_id)
@@ -68,11 +73,6 @@ def batch_retrievals(context: Any, batches: int) -> list[StageRecord]:
                     f"retrieval_results {batch.key} is from chain {theirs}, not this chain "
                     f"({chain}): that batch did not finish in this run"
                 )
-        if len(goldens) > 1:
-            raise dg.Failure(
-                f"retrieval_results {batch.key} retrieved for other goldens than the other "
-                "batches: materialize every batch again"
-            )
         if not record.facts.get("graph_current"):
             raise dg.Failure(
                 f"retrieval_results {batch.key} (run {record.run_id}) retrieved nothing: "

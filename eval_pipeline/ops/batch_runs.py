@@ -29,7 +29,7 @@ import dagster as dg
 
 from eval_pipeline.assets.batches import BATCHED_ASSETS, register_batches
 from eval_pipeline.corpus.batches import BatchKey, batch_keys
-from eval_pipeline.dagster_home import GRAPH_POOL
+from eval_pipeline.dagster_home import ensure_graph_slots
 from eval_pipeline.graph.lease import Lease, RunFinished, hold
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.ops.chain import (
@@ -68,15 +68,6 @@ def batch_tags(tags: Mapping[str, str], batch: BatchKey) -> dict[str, str]:
     return {**tags, GRAPH_INSTANCE_TAG: f"{base}/{batch.key}"}
 
 
-def _ensure_graph_slots(instance: dg.DagsterInstance, slots: int) -> None:
-    """The graph pool bounds graph steps across the Dagster instance: one per graph
-    instance. Which instance a step may touch is the lease's business (graph/lease.py)."""
-    storage = instance.event_log_storage
-    if storage.supports_global_concurrency_limits:
-        if storage.get_concurrency_info(GRAPH_POOL).slot_count < slots:
-            storage.set_concurrency_slots(GRAPH_POOL, slots)
-
-
 def run_batched(
     job: dg.JobDefinition,
     instance: dg.DagsterInstance,
@@ -104,7 +95,7 @@ def run_batched(
     if outcome.failed is not None or outcome.incomplete:
         return outcome
     register_batches(instance, batches)
-    _ensure_graph_slots(instance, batches)
+    ensure_graph_slots(instance, batches)
     if webserver:
         results = launch_batch_runs(webserver, instance, run_config, tags, keys, batched)
     else:
@@ -225,16 +216,29 @@ def batch_worker(
     progress: bool,
 ) -> dict[str, Any]:
     """One batch's stages, in a worker process (module-level: spawn pickles it by name)."""
-    from eval_pipeline.definitions import defs
-
     key = BatchKey.model_validate(batch)
-    instance = dg.DagsterInstance.from_ref(instance_ref)
 
     def say(i: int, n: int, stage: StageOutcome) -> None:
-        text = f"[{key.key}] [{i}/{n}] {stage.asset}: {stage.status} ({stage.seconds:.1f} s)"
-        if stage.error:
-            text += f": {stage.error}"
-        print(text, file=sys.stderr, flush=True)
+        print(f"[{key.key}] {stage.progress(i, n)}", file=sys.stderr, flush=True)
+
+    instance = dg.DagsterInstance.from_ref(instance_ref)
+    on_stage = say if progress else None
+    outcome = run_batch(instance, job_name, run_config, tags, stages, key, on_stage)
+    return outcome.model_dump(mode="json")
+
+
+def run_batch(
+    instance: dg.DagsterInstance,
+    job_name: str,
+    run_config: Mapping[str, Any],
+    tags: Mapping[str, str],
+    stages: list[str],
+    batch: BatchKey,
+    on_stage: OnStage | None,
+) -> ChainOutcome:
+    """One batch's stages as partition `batch`, each stage outcome naming its batch: what a
+    worker process and an `eval_batch` run both do."""
+    from eval_pipeline.definitions import defs
 
     outcome = run_stages(
         defs.resolve_job_def(job_name),
@@ -242,12 +246,12 @@ def batch_worker(
         run_config,
         tags=tags,
         stages=stages,
-        on_stage=say if progress else None,
-        batch=key,
+        on_stage=on_stage,
+        batch=batch,
     )
     for stage in outcome.stages:
-        stage.batch = key.key
-    return outcome.model_dump(mode="json")
+        stage.batch = batch.key
+    return outcome
 
 
 @contextlib.contextmanager
@@ -301,28 +305,17 @@ BATCH_OP_NAME = "run_batch_stages"
     "checks), launched by an eval_chain run over several batches; it holds the leases.",
 )
 def run_batch_stages(context):  # unannotated: Dagster cannot read string annotations
-    from eval_pipeline.definitions import defs
-
     batch = BatchKey.parse(context.op_config["batch"])
     tags = {k: v for k, v in context.run.tags.items() if k.startswith("eval_pipeline/")}
 
     def log(i: int, n: int, stage: StageOutcome) -> None:
-        text = f"[{batch.key}] [{i}/{n}] {stage.asset}: {stage.status} ({stage.seconds:.1f} s)"
-        (context.log.info if stage.status == "ok" else context.log.error)(
-            text + (f": {stage.error}" if stage.error else "")
-        )
+        line = f"[{batch.key}] {stage.progress(i, n)}"
+        (context.log.info if stage.status == "ok" else context.log.error)(line)
 
-    outcome = run_stages(
-        defs.resolve_job_def(STAGE_JOB_NAME),
-        context.instance,
-        {k: v for k, v in (context.run_config or {}).items() if k in ("resources", "loggers")},
-        tags=tags,
-        stages=context.op_config["stages"],
-        on_stage=log,
-        batch=batch,
+    config = {k: v for k, v in (context.run_config or {}).items() if k in ("resources", "loggers")}
+    outcome = run_batch(
+        context.instance, STAGE_JOB_NAME, config, tags, context.op_config["stages"], batch, log
     )
-    for stage in outcome.stages:
-        stage.batch = batch.key
     report = {OUTCOME_META: dg.MetadataValue.json(outcome.model_dump(mode="json"))}
     if outcome.failed is not None:
         raise dg.Failure(

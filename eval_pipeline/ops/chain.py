@@ -59,6 +59,11 @@ class StageOutcome(BaseModel):
         """The stage as people read it: `retrieval_results [batch-02-of-04]` for a batch."""
         return f"{self.asset} [{self.batch}]" if self.batch else self.asset
 
+    def progress(self, i: int, n: int, *, with_error: bool = True) -> str:
+        """The stage's progress line: `[4/9] injected_graph: ok (1.8 s)`, and its error."""
+        text = f"[{i}/{n}] {self.name}: {self.status} ({self.seconds:.1f} s)"
+        return text + (f": {self.error}" if with_error and self.error else "")
+
 
 class ChainOutcome(BaseModel):
     stages: list[StageOutcome]
@@ -265,10 +270,7 @@ def run_chain_stages(context) -> None:  # unannotated: Dagster cannot read strin
         raise dg.Failure(f"preflight: {exc}") from None
 
     def log(i: int, n: int, stage: StageOutcome) -> None:
-        text = f"[{i}/{n}] {stage.name}: {stage.status} ({stage.seconds:.1f} s)"
-        if stage.error:
-            text += f": {stage.error}"
-        (context.log.info if stage.status == "ok" else context.log.error)(text)
+        (context.log.info if stage.status == "ok" else context.log.error)(stage.progress(i, n))
 
     batches = context.resources.corpus.batches
     lease = Lease(holder=run.run_id, run_id=run.run_id, what=f"{run.job_name} run")
