@@ -1,26 +1,29 @@
 """Preflight: every option checked before any Dagster run is launched (so before the wipe).
 
-Each check builds what the run would build — the upstream spec resolved, the reconciler and
-the retriever constructed, every model role's credentials read, the graph address parsed —
-without touching the graph or calling a model, and raises PreflightError with one line naming
-the option. `eval-pipeline run` calls it before launching anything (exit 2); the `eval_chain`
-job calls it before its first stage, so a Launchpad typo fails in seconds, not after the wipe.
+The options themselves are typed and checked as they are read (`config.RunConfig`); preflight
+checks what only building can tell: it builds what the stages would build (`build.py`) — the
+upstream file resolved, the reconciler and the retriever constructed, every model role's
+credentials read, the graph address parsed — without touching the graph or calling a model,
+and raises PreflightError with one line naming the option. `eval-pipeline run` calls it
+before launching anything (exit 2); the `eval_chain` op calls it before its first stage, so a
+Launchpad typo fails in seconds, not after the wipe.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
 from urllib.parse import urlsplit
 
+from eval_pipeline import build
+from eval_pipeline.config import RunConfig
 from eval_pipeline.corpus.batches import MAX_BATCHES
 from eval_pipeline.corpus.errors import CorpusError
 from eval_pipeline.corpus.upstream import check_resolvable
 from eval_pipeline.graph.store import BATCH_PLACEHOLDER
 from eval_pipeline.llm import LLMConfigError, LLMError
+from eval_pipeline.reconcile.protocol import ReconcileError
 
 BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
-BACKENDS = ("arcadedb", "memgraph")
 
 
 class PreflightError(ValueError):
@@ -118,29 +121,17 @@ def _failure_text(exc: BaseException) -> str:
     return " ".join(str(text or type(exc).__name__).split())
 
 
-def preflight(resources: dict[str, Any]) -> None:
-    """Check the chain's resources (ConfigurableResource objects, as the run will build them)."""
-    import dagster as dg  # only when a chain is about to run: the CLI starts without it
-
+def preflight(run: RunConfig) -> None:
+    """Check a chain's options as its stages will build them; one line naming the option."""
     from eval_pipeline.retrieve.protocol import RetrievalEnv
 
-    corpus, graph = resources["corpus"], resources["graph"]
-    reconcile, retrieval, scoring = (
-        resources["reconcile"],
-        resources["retrieval"],
-        resources["scoring"],
-    )
+    corpus, graph = run.corpus, run.graph
     try:
-        corpus.tier_selection()
         check_resolvable(corpus.upstream_spec())
     except CorpusError as exc:  # it names its field
         raise PreflightError(str(exc)) from None
     except ValueError as exc:
         raise PreflightError(f"--upstream: {exc}") from None
-    if graph.backend not in BACKENDS:
-        raise PreflightError(
-            f"--backend must be one of {', '.join(BACKENDS)}, not {graph.backend!r}"
-        )
     if graph.backend != "arcadedb" and graph.uri is None:
         raise PreflightError(
             f"--backend {graph.backend} needs --graph-uri: only ArcadeDB is embedded"
@@ -149,41 +140,41 @@ def preflight(resources: dict[str, Any]) -> None:
     check_http_url(graph.http_url)
     check_graph_uri(graph.batch_uri, option="EVAL_GRAPH_BATCH_URI")
     check_batches(corpus.batches, graph.uri, graph.batch_uri)
-    if retrieval.top_k < 1:
-        raise PreflightError(f"--top-k must be at least 1, not {retrieval.top_k}")
     check_model_roles(
         {
-            "--reader": retrieval.reader if retrieval.reader_spec() == "llm" else "offline",
-            "--retrieval-agent": retrieval.retrieval_agent,
-            "--judge": scoring.judge,
-            "--reconciler-model": reconcile.llm,
+            "--reader": run.retrieval.reader.model,
+            "--retrieval-agent": run.retrieval.agent.model,
+            "--judge": run.scoring.judge.model,
+            "--reconciler-model": run.reconcile.model.model,
         }
     )
     layers = []
     try:
         try:
-            layer = reconcile.llm_layer()
+            layer = build.reconcile_layer(run.reconcile, run.repeat)
             layers.append(layer)
-            reconcile.build(layer)  # constructed is enough: nothing is called
-        except (dg.Failure, LLMError, ValueError) as exc:
+            build.reconciler(run.reconcile, layer)  # constructed is enough: nothing is called
+        except (LLMError, ReconcileError, ValueError) as exc:
             raise PreflightError(
-                f"--reconciler {reconcile.reconciler}: {_failure_text(exc)}"
+                f"--reconciler {run.reconcile.reconciler}: {_failure_text(exc)}"
             ) from None
         try:
-            retrieval.checked_scope()
-            layer = retrieval.llm_layer()
+            layer = build.retrieval_layer(run.retrieval, run.repeat)
             layers.append(layer)
-            env = RetrievalEnv(store=graph, backend=graph.dialect.name, llm=layer)
-            retrieval.build(env, layer)
-        except (dg.Failure, LLMError, ValueError) as exc:
+            store = build.graph_store(graph)
+            env = RetrievalEnv(store=store, backend=store.dialect.name, llm=layer)
+            build.retriever_and_reader(run.retrieval, env, layer)
+        except (LLMError, ValueError) as exc:
             raise PreflightError(
-                f"--retriever {retrieval.retriever}: {_failure_text(exc)}"
+                f"--retriever {run.retrieval.retriever}: {_failure_text(exc)}"
             ) from None
         try:
-            layers.append(scoring.llm_layer())
+            layers.append(build.llm_layer({"judge": run.scoring.judge}))
         except (LLMConfigError, LLMError, ValueError) as exc:
-            raise PreflightError(f"--judge {scoring.judge}: {_failure_text(exc)}") from None
-        runs_dir = scoring.runs_dir
+            raise PreflightError(
+                f"--judge {run.scoring.judge.model}: {_failure_text(exc)}"
+            ) from None
+        runs_dir = run.scoring.runs_dir
         if runs_dir and os.path.exists(runs_dir) and not os.path.isdir(runs_dir):
             raise PreflightError(f"--runs-dir {runs_dir} exists and is not a directory")
     finally:

@@ -10,13 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from pydantic import Field
 
 from eval_pipeline.assets import GROUP
-from eval_pipeline.assets.artifacts import consumed_materialization, run_id_of
-from eval_pipeline.assets.resources import ProjectPaths
-from eval_pipeline.assets.scoring import ScoringSettings
-from eval_pipeline.ops.sensors import records_failures
+from eval_pipeline.assets.failure_log import records_failures
+from eval_pipeline.assets.handoff import StageOutput
+from eval_pipeline.assets.resources import (
+    CalibrationResource,
+    ComparisonResource,
+    PathsResource,
+    ScoringResource,
+)
+from eval_pipeline.config import ComparisonConfig
 from eval_pipeline.runs.calibrate import (
     CalibrationRefused,
     NoiseFloor,
@@ -38,67 +42,14 @@ from eval_pipeline.runs.compare import (
 )
 from eval_pipeline.runs.load import BundleError, RunBundle, load_run, resolve_run
 from eval_pipeline.runs.report import write_comparison_report, write_run_report
-from eval_pipeline.runs.select import (
-    independent_repeats_of,
-    latest_run,
-    previous_comparable_run,
-)
+from eval_pipeline.runs.select import independent_repeats_of, previous_comparable_run
 
 PREVIOUS = "previous"
 
 
-class ComparisonSettings(dg.ConfigurableResource):
-    """Which baseline the latest run is compared with, and which noise floor decides."""
-
-    baseline: str = Field(
-        default=PREVIOUS,
-        description="a run directory, a run name in the runs dir, or 'previous': the newest "
-        "earlier run with the same comparability pins",
-    )
-    noise_floor: str | None = Field(
-        default=None,
-        description="a noise floor file; default: the floor stored for the base's (else the "
-        "candidate's) configuration under <runs_dir>/noise_floors/, calibrated on the same "
-        "pins (else the comparison is NOT CALIBRATED)",
-    )
-    candidate: str | None = Field(
-        default=None,
-        description="default: the bundle this run's scored_run wrote (else the latest one's)",
-    )
-
-
-class CalibrationSettings(dg.ConfigurableResource):
-    """Which repeats calibrate the noise floor, and where it is saved."""
-
-    runs: list[str] | None = Field(
-        default=None,
-        description="run directories or names; default: every run in the runs dir with the "
-        "latest run's comparability and configuration pins",
-    )
-    out: str | None = Field(
-        default=None,
-        description="default: <runs_dir>/noise_floors/<key of the configuration's pins>.json",
-    )
-
-
-def runs_dir_of(paths: ProjectPaths, scoring: ScoringSettings) -> Path:
-    return Path(scoring.runs_dir).expanduser() if scoring.runs_dir else paths.runs_dir()
-
-
-def scored_run_dir(context: dg.AssetExecutionContext, runs_dir: Path) -> Path:
-    """The bundle this run's `scored_run` wrote (else the latest one), else the newest bundle
-    in the runs dir."""
-    event = consumed_materialization(
-        context.instance, dg.AssetKey("scored_run"), run_id_of(context)
-    )
-    if event is not None and event.asset_materialization is not None:
-        entry = event.asset_materialization.metadata.get("run_dir")
-        if entry is not None and Path(str(entry.value)).is_dir():
-            return Path(str(entry.value))
-    newest = latest_run(runs_dir)
-    if newest is None:
-        raise dg.Failure(f"no run bundle in {runs_dir}: materialize scored_run first")
-    return newest
+def bundle_of(scored_run: StageOutput, runs_dir: Path) -> RunBundle:
+    """The bundle the consumed scored_run wrote."""
+    return _load(str(scored_run.facts["run_dir"]), runs_dir)
 
 
 def _load(ref: str, runs_dir: Path) -> RunBundle:
@@ -109,7 +60,7 @@ def _load(ref: str, runs_dir: Path) -> RunBundle:
 
 
 def _noise_floor(
-    settings: ComparisonSettings, runs_dir: Path, base: RunBundle, candidate: RunBundle
+    settings: ComparisonConfig, runs_dir: Path, base: RunBundle, candidate: RunBundle
 ) -> tuple[NoiseFloor | None, str]:
     """(floor, note). An explicitly configured floor must fit; else the one stored for the
     base's or the candidate's configuration, if any."""
@@ -148,24 +99,52 @@ def comparison_metadata(c: Comparison, report: Path, run_report: Path) -> dict[s
     return meta
 
 
+def _refused_check(refused: ComparisonRefused | None) -> dg.AssetCheckResult:
+    if refused is None:
+        return dg.AssetCheckResult(
+            check_name=PINS_CHECK, passed=True, metadata={"refused_pins": dg.MetadataValue.json([])}
+        )
+    return dg.AssetCheckResult(
+        check_name=PINS_CHECK,
+        passed=False,
+        description="comparison refused: comparability pins differ: "
+        + ", ".join(refused.pin_names),
+        metadata={
+            "refused_pins": dg.MetadataValue.json(refused.pin_names),
+            "refusal": dg.MetadataValue.md("\n".join(f"- {line}" for line in refused.lines())),
+        },
+    )
+
+
+PINS_CHECK = "run_comparison_pins_match"
+
+
 @dg.asset(
     group_name=GROUP,
-    deps=["scored_run"],
-    description="The latest run compared with a baseline: deltas, classification, verdict, "
-    "an HTML report. Mismatched pins are recorded here and fail the blocking check.",
+    description="The chain's run compared with a baseline: deltas, classification, verdict, "
+    "an HTML report. Mismatched pins are recorded here and fail its blocking check.",
+    check_specs=[
+        dg.AssetCheckSpec(
+            PINS_CHECK,
+            asset="run_comparison",
+            blocking=True,
+            description="Baseline and candidate share every comparability pin (else: refused).",
+        )
+    ],
 )
 @records_failures
 def run_comparison(
     context: dg.AssetExecutionContext,
-    paths: ProjectPaths,
-    scoring: ScoringSettings,
-    comparison: ComparisonSettings,
+    paths: PathsResource,
+    scoring: ScoringResource,
+    comparison: ComparisonResource,
+    scored_run: StageOutput,
 ) -> dg.MaterializeResult:
-    runs_dir = runs_dir_of(paths, scoring)
+    runs_dir = paths.runs_dir(scoring)
     candidate = (
         _load(comparison.candidate, runs_dir)
         if comparison.candidate
-        else _load(str(scored_run_dir(context, runs_dir)), runs_dir)
+        else bundle_of(scored_run, runs_dir)
     )
     run_report = write_run_report(candidate.path)
     if comparison.baseline == PREVIOUS:
@@ -181,7 +160,8 @@ def run_comparison(
                     "refused": False,
                     "candidate": dg.MetadataValue.path(str(candidate.path)),
                     "run_report": dg.MetadataValue.path(str(run_report)),
-                }
+                },
+                check_results=[_refused_check(None)],
             )
     else:
         base = _load(comparison.baseline, runs_dir)
@@ -195,11 +175,11 @@ def run_comparison(
                 "verdict_reason": dg.MetadataValue.text(str(exc)),
                 "refused": True,
                 "refused_pins": dg.MetadataValue.json(exc.pin_names),
-                "refusal": dg.MetadataValue.md("\n".join(f"- {line}" for line in exc.lines())),
                 "baseline": dg.MetadataValue.path(str(base.path)),
                 "candidate": dg.MetadataValue.path(str(candidate.path)),
                 "run_report": dg.MetadataValue.path(str(run_report)),
-            }
+            },
+            check_results=[_refused_check(exc)],
         )
     floor, floor_note = _noise_floor(comparison, runs_dir, base, candidate)
     result = compare(base, candidate, floor)
@@ -209,35 +189,7 @@ def run_comparison(
     context.log.info(f"{result.verdict}: {result.verdict_reason}; report {report}")
     meta = comparison_metadata(result, report, run_report)
     meta["noise_floor"] = dg.MetadataValue.text(floor_note)
-    return dg.MaterializeResult(metadata=meta)
-
-
-@dg.asset_check(
-    asset=run_comparison,
-    blocking=True,
-    description="Baseline and candidate share every comparability pin (else: refused).",
-)
-def run_comparison_pins_match(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-    event = consumed_materialization(
-        context.instance, dg.AssetKey("run_comparison"), run_id_of(context)
-    )
-    if event is None or event.asset_materialization is None:
-        return dg.AssetCheckResult(passed=False, description="run_comparison not materialized")
-    meta = event.asset_materialization.metadata
-    refused = bool(getattr(meta.get("refused"), "value", False))
-    if not refused:
-        return dg.AssetCheckResult(
-            passed=True, metadata={"refused_pins": dg.MetadataValue.json([])}
-        )
-    pins = list(getattr(meta.get("refused_pins"), "value", None) or [])
-    return dg.AssetCheckResult(
-        passed=False,
-        description="comparison refused: comparability pins differ: " + ", ".join(pins),
-        metadata={
-            "refused_pins": dg.MetadataValue.json(pins),
-            "refusal": meta.get("refusal") or dg.MetadataValue.md(""),
-        },
-    )
+    return dg.MaterializeResult(metadata=meta, check_results=[_refused_check(None)])
 
 
 def floor_markdown(floor: NoiseFloor) -> str:
@@ -263,7 +215,6 @@ def floor_markdown(floor: NoiseFloor) -> str:
 
 @dg.asset(
     group_name=GROUP,
-    deps=["scored_run"],
     description="Noise floor per tier from repeat runs of one configuration, stored per "
     "configuration (noise_floors/<key>.json, found by run_comparison and `eval-pipeline "
     "compare`).",
@@ -271,16 +222,16 @@ def floor_markdown(floor: NoiseFloor) -> str:
 @records_failures
 def noise_floor(
     context: dg.AssetExecutionContext,
-    paths: ProjectPaths,
-    scoring: ScoringSettings,
-    calibration: CalibrationSettings,
+    paths: PathsResource,
+    scoring: ScoringResource,
+    calibration: CalibrationResource,
+    scored_run: StageOutput,
 ) -> dg.MaterializeResult:
-    runs_dir = runs_dir_of(paths, scoring)
+    runs_dir = paths.runs_dir(scoring)
     if calibration.runs:
         runs = [_load(ref, runs_dir) for ref in calibration.runs]
     else:
-        latest = _load(str(scored_run_dir(context, runs_dir)), runs_dir)
-        runs, skipped = independent_repeats_of(runs_dir, latest)
+        runs, skipped = independent_repeats_of(runs_dir, bundle_of(scored_run, runs_dir))
         for line in skipped:
             context.log.warning(f"not a fresh sample, left out: {line}")
         if len(runs) < 2:
@@ -314,5 +265,3 @@ def noise_floor(
 
 
 COMPARE_ASSETS = [run_comparison, noise_floor]
-COMPARE_CHECKS = [run_comparison_pins_match]
-COMPARE_RESOURCES = {"comparison": ComparisonSettings(), "calibration": CalibrationSettings()}

@@ -2,9 +2,10 @@
 
 Every asset that touches the graph runs inside `graph_step`: it refuses a foreign instance
 (claim first), then holds the lease (`eval_pipeline.graph.lease`) under the run's chain — the
-CLI invocation when the run carries LEASE_HOLDER_TAG, else the run itself. A run's last graph
-step releases the lease; a crashed run's lease goes stale on its own. Checks only read: they
-refuse to run while another chain holds the instance (`graph_check`), and never take it.
+chain run (CHAIN_TAG), which holds the lease across all its stages, else the run itself. A run
+outside any chain releases the lease after its last graph step; a crashed run's lease goes
+stale on its own. Checks only read: they refuse to run while another chain holds the instance
+(`graph_check`), and never take it.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ from typing import Any
 
 import dagster as dg
 
+from eval_pipeline.assets.tags import CHAIN_TAG
 from eval_pipeline.failures import error_text, infrastructure_cause
 from eval_pipeline.graph import server
 from eval_pipeline.graph.lease import Lease, LeaseHeld, RunFinished, hold, holder_of
 from eval_pipeline.graph.store import GraphStore
-from eval_pipeline.ops.tags import LEASE_HOLDER_TAG
 
-# The assets that read or write the graph, in chain order.
+# The assets that read or write the graph, in chain order (partitioned by question batch).
 GRAPH_STEPS = ("injected_graph", "reconciled_graph", "retrieval_results")
+GRAPH_POOL = "graph_instance"  # Dagster pool of every step touching a graph instance
 
 
 def run_finished(instance: dg.DagsterInstance) -> RunFinished:
@@ -46,8 +48,9 @@ def later_graph_steps(run: Any, asset: str) -> list[str]:
 
 
 def chain_lease(run: Any) -> Lease:
-    holder = run.tags.get(LEASE_HOLDER_TAG)
-    return Lease(holder=holder or run.run_id, run_id=run.run_id, what=f"{run.job_name} run")
+    return Lease(
+        holder=run.tags.get(CHAIN_TAG) or run.run_id, run_id=run.run_id, what=f"{run.job_name} run"
+    )
 
 
 @contextlib.contextmanager
@@ -56,7 +59,7 @@ def graph_step(context: Any, graph: GraphStore, asset: str) -> Iterator[None]:
     run = context.run
     graph.ensure_running()
     graph.claim()  # a foreign instance is refused before anything of ours is written to it
-    own_chain = run.tags.get(LEASE_HOLDER_TAG) is None
+    own_chain = run.tags.get(CHAIN_TAG) is None
     pid = _embedded_pid(graph)
     try:
         with hold(

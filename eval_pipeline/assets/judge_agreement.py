@@ -1,6 +1,6 @@
 """`judge_agreement`: the configured judge's agreement with the labelled set, in the UI.
 
-It stands beside the chain, not in it (`ops.chain.CHAIN_STAGES` does not list it): it reads
+It stands beside the chain, not in it (it is not in the chain's asset group): it reads
 no stage's output, touches no graph, and a scored run needs no check to be valid; a run
 records whatever check exists when it is scored. By default it reads the `AgreementStore`
 for the judge the `scoring` resource names (the same key a manifest pins: judge spec and
@@ -15,8 +15,8 @@ import dagster as dg
 from pydantic import Field
 
 from eval_pipeline.assets import GROUP
-from eval_pipeline.assets.scoring import ScoringSettings
-from eval_pipeline.ops.sensors import records_failures
+from eval_pipeline.assets.failure_log import records_failures
+from eval_pipeline.assets.resources import ScoringResource
 from eval_pipeline.score.agreement import (
     AgreementResult,
     AgreementStore,
@@ -86,9 +86,9 @@ def judge_agreement_metadata(judge: str, store: AgreementStore) -> dict[str, Any
 )
 @records_failures
 def judge_agreement(
-    context: dg.AssetExecutionContext, config: JudgeAgreementConfig, scoring: ScoringSettings
+    context: dg.AssetExecutionContext, config: JudgeAgreementConfig, scoring: ScoringResource
 ) -> dg.MaterializeResult:
-    judge = scoring.judge
+    judge = scoring.judge.model
     store = AgreementStore()
     if judge == "offline":
         context.log.info("no judge configured (offline): nothing judged, nothing to check")

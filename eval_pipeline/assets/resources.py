@@ -1,80 +1,115 @@
-"""Resources shared by the assets: where files live, and which corpus a run uses."""
+"""The Dagster resources: one per section of the run configuration (`eval_pipeline.config`),
+each that section's fields as its config, plus what the assets need of it.
 
-import json
+The graph resource is the graph client's lifecycle only: it builds a `GraphStore` (plain
+Python, `eval_pipeline.graph`) per question batch from its config and closes them when the
+step ends.
+"""
+
+from __future__ import annotations
+
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from pydantic import PrivateAttr
 
-from eval_pipeline.corpus.sampling import SampleSpec
-from eval_pipeline.corpus.upstream import HF_REVISION, UpstreamSpec
+from eval_pipeline import build
+from eval_pipeline.config import (
+    SECTIONS,
+    CalibrationConfig,
+    ComparisonConfig,
+    CorpusConfig,
+    GraphConfig,
+    PathsConfig,
+    ReconcileConfig,
+    RepeatConfig,
+    RetrievalConfig,
+    RunConfig,
+    ScoringConfig,
+)
+from eval_pipeline.corpus.batches import BatchKey
+from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.settings import state_dir
 
 
-def json_options(text: str | None, what: str) -> dict[str, Any]:
-    """A resource field holding a JSON object of keyword options (plug-in configuration)."""
-    try:
-        options = json.loads(text or "{}")
-    except ValueError as exc:
-        raise dg.Failure(f"{what} is not JSON: {exc}") from None
-    if not isinstance(options, dict):
-        raise dg.Failure(f"{what} must be a JSON object")
-    return options
-
-
-class ProjectPaths(dg.ConfigurableResource):
-    """Directories of the pipeline's state: run-scoped artifacts under `artifacts/`
-    (`assets/artifacts.py`), run bundles under `runs/`."""
-
-    state_dir: str | None = None
-
+class PathsResource(PathsConfig, dg.ConfigurableResource):
     def root(self) -> Path:
         return Path(self.state_dir).expanduser().resolve() if self.state_dir else state_dir()
 
-    def runs_dir(self) -> Path:
-        return self.root() / "runs"
+    def runs_dir(self, scoring: ScoringConfig) -> Path:
+        return Path(scoring.runs_dir).expanduser() if scoring.runs_dir else self.root() / "runs"
 
 
-class CorpusSettings(dg.ConfigurableResource):
-    """Which upstream file and which sample. Defaults: the bundled sample, every question."""
+class CorpusResource(CorpusConfig, dg.ConfigurableResource):
+    pass
 
-    source: str = "sample"  # sample | path | huggingface
-    path: str | None = None
-    variant: str | None = None  # what the user says; else a pinned sha256 identifies it
-    revision: str = HF_REVISION
-    sha256: str | None = None
-    cache_dir: str | None = None
-    sample: int | None = None
-    seed: int = 0
-    floor: int = 1
-    max_sessions_per_question: int | None = None
-    tiers: str = "1"  # 1 | 2 | all (tier 2: the authored organizational-memory scenarios)
-    light: bool = False  # tier 2: only the one light scenario per use case
-    # Question batches, each on a graph instance of its own (corpus/batches.py): the
-    # partitions of the graph-bound assets a run materializes, and scored_run reads.
-    batches: int = 1
 
-    def tier_selection(self) -> tuple[bool, bool]:
-        """(tier 1 included, tier 2 included); a light run is a tier-2 quick check."""
-        if self.tiers not in ("1", "2", "all"):
-            raise ValueError(f"tiers must be 1, 2 or all, not {self.tiers!r}")
-        tier2 = self.tiers in ("2", "all") or self.light
-        return self.tiers in ("1", "all"), tier2
+class GraphResource(GraphConfig, dg.ConfigurableResource):
+    _store: GraphStore | None = PrivateAttr(default=None)
 
-    def upstream_spec(self) -> UpstreamSpec:
-        return UpstreamSpec(
-            source=self.source,
-            path=self.path,
-            variant=self.variant,
-            revision=self.revision,
-            sha256=self.sha256,
-            cache_dir=self.cache_dir,
-        )
+    def store(self, batch: BatchKey | None = None) -> GraphStore:
+        """The instance of question batch `batch` (the one instance of a one-batch run)."""
+        if self._store is None:
+            self._store = build.graph_store(self)
+        return self._store if batch is None else self._store.for_batch(batch)
 
-    def sample_spec(self) -> SampleSpec:
-        return SampleSpec(
-            sample=self.sample,
-            seed=self.seed,
-            floor=self.floor,
-            max_sessions_per_question=self.max_sessions_per_question,
-        )
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+class ReconcileResource(ReconcileConfig, dg.ConfigurableResource):
+    pass
+
+
+class RetrievalResource(RetrievalConfig, dg.ConfigurableResource):
+    pass
+
+
+class ScoringResource(ScoringConfig, dg.ConfigurableResource):
+    pass
+
+
+class RepeatResource(RepeatConfig, dg.ConfigurableResource):
+    pass
+
+
+class ComparisonResource(ComparisonConfig, dg.ConfigurableResource):
+    pass
+
+
+class CalibrationResource(CalibrationConfig, dg.ConfigurableResource):
+    pass
+
+
+RESOURCE_CLASSES: dict[str, type[dg.ConfigurableResource]] = {
+    "paths": PathsResource,
+    "corpus": CorpusResource,
+    "graph": GraphResource,
+    "reconcile": ReconcileResource,
+    "retrieval": RetrievalResource,
+    "scoring": ScoringResource,
+    "repeat": RepeatResource,
+    "comparison": ComparisonResource,
+    "calibration": CalibrationResource,
+}
+assert RESOURCE_CLASSES.keys() == SECTIONS.keys()
+
+
+def resources_for(run: RunConfig) -> dict[str, dg.ConfigurableResource]:
+    """The resources a chain configured by `run` builds (the code location's defaults)."""
+    return {name: cls(**run.section(name).model_dump()) for name, cls in RESOURCE_CLASSES.items()}
+
+
+def run_config_of(resources: Any) -> RunConfig:
+    """The `RunConfig` a run's resources were configured with."""
+    return RunConfig(
+        **{
+            name: SECTIONS[name].model_validate(
+                {f: getattr(getattr(resources, name), f) for f in SECTIONS[name].model_fields}
+            )
+            for name in SECTIONS
+        }
+    )

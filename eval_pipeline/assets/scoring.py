@@ -1,294 +1,103 @@
 """Scoring stage asset: scored_run, one run bundle per materialization.
 
-It reads the retrieval results this run consumes (this run's materialization, else the
-latest) and, through the record chain of that artifact, the goldens, fixtures and graph they
-came from; scores every question (deterministic metrics always, judged metrics when a judge
-model is configured), aggregates per tier and writes the bundle. Every pin and count in the
-manifest comes from that chain of records and from what retrieval read in the graph, never
-from whatever is latest on the instance. A question left unscored by an infrastructure
-failure makes the bundle `incomplete`; the blocking check `scored_run_complete` then fails.
+It receives the retrieval results of every question batch of this chain and, through their
+chain of outputs, the goldens, fixtures and graphs they came from; scores every question
+(deterministic metrics always, judged metrics when a judge model is configured), aggregates
+per tier and writes the bundle. Every pin and count in the manifest comes from that chain of
+outputs (`manifest.py`). A question left unscored by an infrastructure failure makes the
+bundle `incomplete`; the asset's blocking check `scored_run_complete` then fails.
 """
 
 import json
-import subprocess
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from pydantic import Field
 
-from eval_pipeline import __version__
+from eval_pipeline import build
 from eval_pipeline.assets import GROUP
-from eval_pipeline.assets.artifacts import (
-    ARTIFACT_ASSETS,
-    StageRecord,
-    materialization_metadata,
+from eval_pipeline.assets.failure_log import records_failures
+from eval_pipeline.assets.handoff import StageOutput, publish
+from eval_pipeline.assets.manifest import batch_of_output, build_manifest, stage_records
+from eval_pipeline.assets.resources import (
+    CorpusResource,
+    PathsResource,
+    RepeatResource,
+    ScoringResource,
 )
-from eval_pipeline.assets.batches import (
-    BATCHED_ASSETS,
-    batch_provenance,
-    batch_retrievals,
-    merged_graph_pins,
-    merged_memory,
-)
-from eval_pipeline.assets.resources import CorpusSettings, ProjectPaths
-from eval_pipeline.corpus.batches import BatchKey, partitioning_pin
+from eval_pipeline.assets.retrieval import RESULTS_FILE
+from eval_pipeline.assets.tags import CHAIN_TAG
+from eval_pipeline.config import ScoringConfig
+from eval_pipeline.corpus.batches import batch_keys
 from eval_pipeline.corpus.convert import GOLDENS_FILE, MANIFEST_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl
-from eval_pipeline.llm import LLMLayer, LLMSettings, ensure_no_confident_upload
-from eval_pipeline.llm.accounting import merge_usage
-from eval_pipeline.llm.config import parse_role_settings
-from eval_pipeline.ops.sensors import records_failures
-from eval_pipeline.ops.tags import CHAIN_PARENT_TAG
+from eval_pipeline.llm import LLMLayer, ensure_no_confident_upload
 from eval_pipeline.retrieve.results import QuestionRetrieval
 from eval_pipeline.runs.bundle import write_bundle
 from eval_pipeline.runs.calibrate import floor_key
 from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.report import write_run_report
-from eval_pipeline.score.judge_check import judge_agreement_pins
-from eval_pipeline.score.judges import judge_batch, offline_judge_results, prompt_hash
+from eval_pipeline.score.judges import judge_batch, offline_judge_results
 from eval_pipeline.score.scorer import retrieval_unmeasured, score_question
 from eval_pipeline.score.summary import summarize, summary_markdown
 from eval_pipeline.score.tokens import PayloadTokenizer
-from eval_pipeline.settings import REPO_DIR
 from eval_pipeline.tier2.ingestion import INGESTION_FILE
 from eval_pipeline.tier2.invariant_judge import invariant_judge_batch
-from eval_pipeline.tier2.metrics import (
-    add_tier2_metrics,
-    criteria_judge_batch,
-    criteria_prompt_hash,
-)
+from eval_pipeline.tier2.metrics import add_tier2_metrics, criteria_judge_batch
 from eval_pipeline.tier2.panels import tier2_panels, tier2_panels_markdown
 from eval_pipeline.tier2.pass_criteria import pass_report_markdown, tier2_pass_report
 
-RESULTS_FILE = "retrieval_results.jsonl"
-STAGES = ARTIFACT_ASSETS  # the stages a bundle's numbers come from, in chain order
+
+def judge_layer(scoring: ScoringConfig, repeat: Any) -> LLMLayer | None:
+    return build.llm_layer({"judge": scoring.judge}, sample_identity=repeat.sample_identity)
 
 
-class ScoringSettings(dg.ConfigurableResource):
-    """Judge, tokenizer, gate and where bundles go. Default: offline, no judge."""
+def judge_concurrency(layer: LLMLayer) -> int:
+    """Questions judged at once: the judge role's own limit (its default for the provider)."""
+    return layer.settings.role("judge").concurrency
 
-    judge: str = Field(default="offline", description="offline | PROVIDER:MODEL[@BASE_URL]")
-    judge_concurrency: int = Field(default=4, ge=1)
-    llm_roles: str = Field(
-        default="{}",
-        description="JSON {role: {timeout_s, concurrency, max_tokens, structured_output}}: "
-        "per-role LLM settings (eval-pipeline run's --judge-timeout etc.)",
-    )
-    tokenizer: str = Field(default="o200k_base", description="pinned tiktoken encoding")
-    gate_k: int = Field(default=10, ge=1, description="evidence recall gate: recall_all@k")
-    runs_dir: str | None = Field(default=None, description="default: <state dir>/runs")
-    label: str | None = None
-    llm_cache_path: str | None = Field(default=None, description="default: state dir")
-    # Repeats (`eval-pipeline run --repeat N`): repeat k of N draws sample "<salt>/<k>".
-    repeat_index: int | None = Field(default=None, ge=1)
-    repeats: int | None = Field(default=None, ge=1)
-    repeat_salt: str | None = None
-    repeat_includes_reconcile: bool = False
 
-    @property
-    def sample_identity(self) -> str | None:
-        if self.repeat_index is None or not self.repeat_salt:
-            return None
-        return f"{self.repeat_salt}/{self.repeat_index}"
-
-    def repeat_record(self) -> dict[str, Any] | None:
-        """`manifest["repeat"]`: which sample of a repeated configuration this run is."""
-        if self.sample_identity is None:
-            return None
-        return {
-            "index": self.repeat_index,
-            "of": self.repeats,
-            "salt": self.repeat_salt,
-            "sample_identity": self.sample_identity,
-            "includes_reconcile": self.repeat_includes_reconcile,
-        }
-
-    def llm_layer(self) -> LLMLayer | None:
-        if self.judge == "offline":
-            return None
-        extra: dict[str, Any] = {}
-        if self.llm_cache_path:
-            extra["cache_path"] = Path(self.llm_cache_path)
-        if self.sample_identity:
-            extra["sample_identity"] = self.sample_identity
-        overrides = parse_role_settings(self.llm_roles)
-        return LLMLayer(
-            LLMSettings.from_specs({"judge": self.judge}, role_overrides=overrides, **extra)
+def chain_batches(retrieval_results: dict[str, StageOutput], batches: int) -> list[StageOutput]:
+    """The retrieval output of every batch of this run, in batch order, checked to belong
+    together: one goldens file, each graph current."""
+    missing = [b.key for b in batch_keys(batches) if b.key not in retrieval_results]
+    if missing:
+        raise dg.Failure(
+            f"retrieval_results has not been materialized for {', '.join(missing)}: "
+            "materialize every batch"
         )
-
-
-def judge_role_pins(scoring: ScoringSettings) -> dict[str, Any] | None:
-    if scoring.judge == "offline":
-        return None
-    overrides = parse_role_settings(scoring.llm_roles)
-    return (
-        LLMSettings.from_specs({"judge": scoring.judge}, role_overrides=overrides)
-        .role("judge")
-        .pins()
-    )
-
-
-def code_version() -> str:
-    """Package version plus the git commit when running from a checkout."""
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(REPO_DIR), "describe", "--always", "--dirty"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
-    return f"{__version__}+{commit}" if commit else __version__
-
-
-def stage_records(
-    instance: dg.DagsterInstance, batches: list[StageRecord]
-) -> dict[str, dict[str, Any]]:
-    """Per stage this run's scores come from, following the records retrieval consumed (never
-    the latest materializations on the instance): its Dagster run and how long its step took.
-    With several question batches, each graph stage is listed per batch
-    (`injected_graph [batch-01-of-02]`)."""
-    out: dict[str, dict[str, Any]] = {}
-    for key in STAGES:
-        for retrieval in batches if key in BATCHED_ASSETS else batches[:1]:
-            name = key
-            batch = retrieval.facts.get("batch")
-            if key in BATCHED_ASSETS and len(batches) > 1 and batch:
-                name = f"{key} [{BatchKey.model_validate(batch).key}]"
-            out[name] = _stage_record(instance, retrieval.find(key), key)
-    return out
-
-
-def _stage_record(
-    instance: dg.DagsterInstance, record: StageRecord | None, key: str
-) -> dict[str, Any]:
-    if record is None:
-        return {"materialized": False}
-    seconds = None
-    stats = instance.get_run_step_stats(record.run_id, step_keys=[key])
-    if stats and stats[0].end_time and stats[0].start_time:
-        seconds = round(stats[0].end_time - stats[0].start_time, 3)
-    return {"run_id": record.run_id, "seconds": seconds, "artifact": record.dir}
-
-
-def memory_pins(memory: dict[str, Any]) -> dict[str, Any] | None:
-    """The reconciler pins of the memory the graph held when retrieval read it: one
-    configuration's pins, or `{"mixed": ...}` when sessions came from several (or none)."""
-    configs = memory.get("configurations") or []
-    if len(configs) == 1 and configs[0].get("pins") is not None and not memory.get("pending"):
-        c = configs[0]
-        return {**c["pins"], "pins_key": c["pins_key"], "sessions_failed": c["failed"]}
-    if not configs:
-        return None
-    return {
-        "mixed": [
-            {
-                "pins_key": c["pins_key"],
-                "name": (c.get("pins") or {}).get("name"),
-                "done": c["done"],
-                "failed": c["failed"],
-            }
-            for c in configs
-        ],
-        "pending": memory.get("pending", 0),
-    }
-
-
-def build_manifest(
-    corpus_manifest: dict,
-    batches: list[StageRecord],
-    stages: dict,
-    scoring: ScoringSettings,
-    tokenizer: PayloadTokenizer,
-    judge_usage: Any,
-    started: datetime,
-    ended: datetime,
-) -> dict[str, Any]:
-    retrieval = batches[0]
-    facts = retrieval.facts
-    retrieval_pins = facts.get("pins", {})
-    memory = merged_memory(batches)
-    reconciled = [r.find("reconciled_graph") for r in batches]
-    return {
-        "pins": {
-            "corpus": {
-                "upstream": corpus_manifest["upstream"],
-                "sample_spec": corpus_manifest["sample_spec"],
-                "subsampled": not corpus_manifest["comparable"],
-                "tiers": corpus_manifest.get("tiers", "1"),
-                "light": corpus_manifest.get("light", False),
-                "tier2_digest": (corpus_manifest.get("tier2") or {}).get("corpus_digest"),
-                "goldens_sha256": corpus_manifest["files"][GOLDENS_FILE],
-                "fixtures_sha256": corpus_manifest["files"]["fixtures.jsonl"],
-            },
-            # What the graph held when retrieval read it, read from the graph itself.
-            "graph": {
-                k: merged_graph_pins(batches).get(k)
-                for k in ("backend", "server_version", "schema_version", "fingerprint")
-            },
-            # How the questions were split across graph instances (one batch: one instance).
-            "partitioning": partitioning_pin(len(batches)),
-            "reconciler": memory_pins(memory),
-            "retriever": retrieval_pins.get("retriever"),
-            "scope": retrieval_pins.get("scope"),
-            "top_k": retrieval_pins.get("top_k"),
-            "reader": retrieval_pins.get("reader"),
-            "judge": {
-                "model": scoring.judge,
-                "prompt_hash": prompt_hash() if scoring.judge != "offline" else None,
-                "criteria_prompt_hash": (
-                    criteria_prompt_hash() if scoring.judge != "offline" else None
-                ),
-                # The invariant judge's pin, and the stored judge-check of each prompt.
-                **judge_agreement_pins(scoring.judge),
-                # The judge role's own pins: for `local`, the weights' sha256, the server's
-                # version and its sampling settings (the spec alone does not name the weights).
-                "role": judge_role_pins(scoring),
-            },
-            # Reader and graph-agent roles as retrieval ran them (weights sha256 for `local`).
-            "llm_roles": {
-                name: role
-                for name, role in ((retrieval_pins.get("llm") or {}).items())
-                if isinstance(role, dict) and role.get("provider") != "offline"
-            },
-            "gate": {"evidence_recall": f"recall_all@{scoring.gate_k}"},
-            "tokenizer": tokenizer.pin(),
-            "code_version": code_version(),
-        },
-        "comparable": corpus_manifest["comparable"],
-        "repeat": scoring.repeat_record(),
-        "memory": memory,
-        "llm_usage": {
-            "retrieval": merge_usage([r.facts.get("llm_usage") for r in batches]),
-            "reconcile": merge_usage([r.facts.get("llm_usage") if r else None for r in reconciled]),
-            "judge": judge_usage,
-        },
-        # Per batch: its graph instance, what it held, its questions and its runs.
-        "batches": batch_provenance(batches),
-        "stages": stages,
-        "started_at": started.isoformat(),
-        "ended_at": ended.isoformat(),
-    }
+    outputs = [retrieval_results[b.key] for b in batch_keys(batches)]
+    if len({o.inputs["goldens"].facts.get("goldens_sha256") for o in outputs}) > 1:
+        raise dg.Failure(
+            "the batches' retrieval_results were made for different goldens: materialize "
+            "every batch again"
+        )
+    for output in outputs:
+        if not output.facts.get("graph_current"):
+            raise dg.Failure(
+                f"retrieval_results {batch_of_output(output).key} (run {output.run_id}) "
+                f"retrieved nothing: {output.facts.get('graph_current_reason')}"
+            )
+    return outputs
 
 
 def add_tier2_scores(
-    rows: list[dict], goldens: dict[str, dict], *, layer_spec: ScoringSettings
+    rows: list[dict], goldens: dict[str, dict], *, scoring: ScoringConfig, repeat: Any
 ) -> list[dict]:
     """Tier-2 rows get citation metrics and the weighted-criteria judge (unscored offline)."""
     tier2 = [i for i, r in enumerate(rows) if r["tier"] == 2]
     if not tier2:
         return rows
-    layer = layer_spec.llm_layer()
+    layer = judge_layer(scoring, repeat)
     pairs = [(goldens[rows[i]["question_id"]], rows[i]["answer"]) for i in tier2]
     try:
-        criteria = criteria_judge_batch(layer, pairs, concurrency=layer_spec.judge_concurrency)
+        concurrency = judge_concurrency(layer) if layer is not None else 1
+        criteria = criteria_judge_batch(layer, pairs, concurrency=concurrency)
         # Beside the criteria judge: the invariant judge, against the signal events.
-        invariant = invariant_judge_batch(layer, pairs, concurrency=layer_spec.judge_concurrency)
+        invariant = invariant_judge_batch(layer, pairs, concurrency=concurrency)
     finally:
         if layer is not None:
             layer.close()
@@ -375,27 +184,36 @@ def questions_markdown(rows: list[dict]) -> str:
 
 @dg.asset(
     group_name=GROUP,
-    deps=["retrieval_results", "goldens"],
     description="Scores, summary and a run bundle (manifest, results, summary, hypotheses).",
+    check_specs=[
+        dg.AssetCheckSpec(
+            "scored_run_complete",
+            asset="scored_run",
+            blocking=True,
+            description="Every question was measured: none left unscored by an infrastructure "
+            "failure (else the bundle says `incomplete`, and nothing compares or calibrates it).",
+        )
+    ],
 )
 @records_failures
 def scored_run(
     context: dg.AssetExecutionContext,
-    paths: ProjectPaths,
-    scoring: ScoringSettings,
-    corpus: CorpusSettings,
-) -> dg.MaterializeResult:
+    paths: PathsResource,
+    scoring: ScoringResource,
+    repeat: RepeatResource,
+    corpus: CorpusResource,
+    retrieval_results: dict[str, StageOutput],
+) -> Iterator[Any]:
     # The UI path too: refuse to score while deepeval could upload results.
     ensure_no_confident_upload()
     started = datetime.now(UTC)
     t0 = time.perf_counter()
-    # One record per question batch (one for a run on one instance), in batch order.
-    batches = batch_retrievals(context, corpus.batches)
+    # One output per question batch (one for a run on one instance), in batch order.
+    batches = chain_batches(retrieval_results, corpus.batches)
     retrieval = batches[0]
-    goldens_record = retrieval.inputs["goldens"]
-    goldens = {g["name"]: g for g in read_jsonl(goldens_record.file(GOLDENS_FILE))}
+    goldens = {g["name"]: g for g in read_jsonl(retrieval.inputs["goldens"].file(GOLDENS_FILE))}
     by_id = {
-        r["question_id"]: r for record in batches for r in read_jsonl(record.file(RESULTS_FILE))
+        r["question_id"]: r for output in batches for r in read_jsonl(output.file(RESULTS_FILE))
     }
     # In the goldens' order, whatever batch a question ran in.
     retrievals = [QuestionRetrieval.model_validate(by_id[q]) for q in goldens if q in by_id]
@@ -406,55 +224,18 @@ def scored_run(
             "re-materialize retrieval_results for the current goldens"
         )
     tokenizer = PayloadTokenizer(scoring.tokenizer)
-    layer = scoring.llm_layer()
-
-    def abstains(r: QuestionRetrieval) -> bool:
-        return bool(goldens[r.question_id]["additional_metadata"]["abstention"])
-
-    try:
-        judged: list[dict] = [
-            offline_judge_results(abstains(r), reason=NOT_JUDGED)
-            if retrieval_unmeasured(r)
-            else offline_judge_results(abstains(r))  # no judge: "unscored: no judge"
-            if layer is None
-            else {}
-            for r in retrievals
-        ]
-        if layer is None:
-            context.log.info("no judge configured: judged metrics are unscored")
-            judge_usage = None
-        else:
-            todo = [i for i, r in enumerate(retrievals) if not retrieval_unmeasured(r)]
-            context.log.info(f"judging {len(todo)} questions with {scoring.judge}")
-            results = judge_batch(
-                layer,
-                [
-                    (
-                        goldens[retrievals[i].question_id],
-                        retrievals[i].retrieval_context,
-                        retrievals[i].answer,
-                    )
-                    for i in todo
-                ],
-                concurrency=scoring.judge_concurrency,
-            )
-            for i, result in zip(todo, results, strict=True):
-                judged[i] = result
-            judge_usage = layer.snapshot().to_metadata()
-    finally:
-        if layer is not None:
-            layer.close()
+    judged, judge_usage = _judge(context, scoring, repeat, goldens, retrievals)
     rows = [
         score_question(goldens[r.question_id], r, tokenizer, judged=j, gate_k=scoring.gate_k)
         for r, j in zip(retrievals, judged, strict=True)
     ]
-    rows = add_tier2_scores(rows, goldens, layer_spec=scoring)
+    rows = add_tier2_scores(rows, goldens, scoring=scoring, repeat=repeat)
     summary = summarize(rows)
     if "2" in summary["tiers"]:
         summary["tiers"]["2"]["panels"] = tier2_panels(rows, goldens)
         # Ingestion (read from the graph by retrieval_results), retrieval and agent use:
         # tier 2 is one namespace, so one batch read it.
-        taken = [r.file(INGESTION_FILE) for r in batches if r.file(INGESTION_FILE).exists()]
+        taken = [o.file(INGESTION_FILE) for o in batches if o.file(INGESTION_FILE).exists()]
         ingestion = json.loads(taken[0].read_text("utf-8")) if taken else None
         summary["tiers"]["2"]["ingestion"] = ingestion
         summary["tiers"]["2"]["pass_criteria"] = tier2_pass_report(rows, goldens, ingestion)
@@ -471,18 +252,18 @@ def scored_run(
         batches,
         stages,
         scoring,
+        repeat,
         tokenizer,
         judge_usage,
         started,
         datetime.now(UTC),
     )
     manifest["dagster_run_id"] = context.run.run_id
-    manifest["chain"] = context.run.tags.get(CHAIN_PARENT_TAG)  # the chain this run was part of
+    manifest["chain"] = context.run.tags.get(CHAIN_TAG)  # the chain this run was part of
     manifest["status"] = summary["status"]
     manifest["incomplete"] = summary["incomplete"]
-    runs_dir = Path(scoring.runs_dir) if scoring.runs_dir else paths.runs_dir()
     run_dir = write_bundle(
-        runs_dir,
+        paths.runs_dir(scoring),
         manifest=manifest,
         rows=rows,
         summary=summary,
@@ -497,7 +278,78 @@ def scored_run(
             f"failures {incomplete['by_cause']}; bundle {run_dir}"
         )
     report = write_run_report(run_dir)
+    with publish(context, paths.root(), dict(retrieval_results)) as pub:
+        pub.facts.update(run_dir=str(run_dir), status=summary["status"], incomplete=incomplete)
+    yield dg.Output(pub.output, metadata=_metadata(summary, manifest, rows, run_dir, report))
+    causes = incomplete["by_cause"]
+    yield dg.AssetCheckResult(
+        check_name="scored_run_complete",
+        passed=incomplete["questions"] == 0,
+        description=None
+        if incomplete["questions"] == 0
+        else f"run incomplete: {incomplete['questions']} question(s) unscored by infrastructure "
+        "failures (" + ", ".join(f"{k} {v}" for k, v in causes.items()) + ")",
+        metadata={
+            "unscored_infrastructure": incomplete["questions"],
+            "by_cause": dg.MetadataValue.json(causes),
+            "run_dir": dg.MetadataValue.path(str(run_dir)),
+        },
+    )
+
+
+def _judge(
+    context: dg.AssetExecutionContext,
+    scoring: ScoringResource,
+    repeat: RepeatResource,
+    goldens: dict[str, dict],
+    retrievals: list[QuestionRetrieval],
+) -> tuple[list[dict], Any]:
+    """Each question's judged metrics (unscored without a judge, or when retrieval itself was
+    not measured), and the judge's usage."""
+
+    def abstains(r: QuestionRetrieval) -> bool:
+        return bool(goldens[r.question_id]["additional_metadata"]["abstention"])
+
+    layer = judge_layer(scoring, repeat)
+    try:
+        judged: list[dict] = [
+            offline_judge_results(abstains(r), reason=NOT_JUDGED)
+            if retrieval_unmeasured(r)
+            else offline_judge_results(abstains(r))  # no judge: "unscored: no judge"
+            if layer is None
+            else {}
+            for r in retrievals
+        ]
+        if layer is None:
+            context.log.info("no judge configured: judged metrics are unscored")
+            return judged, None
+        todo = [i for i, r in enumerate(retrievals) if not retrieval_unmeasured(r)]
+        context.log.info(f"judging {len(todo)} questions with {scoring.judge.model}")
+        results = judge_batch(
+            layer,
+            [
+                (
+                    goldens[retrievals[i].question_id],
+                    retrievals[i].retrieval_context,
+                    retrievals[i].answer,
+                )
+                for i in todo
+            ],
+            concurrency=judge_concurrency(layer),
+        )
+        for i, result in zip(todo, results, strict=True):
+            judged[i] = result
+        return judged, layer.snapshot().to_metadata()
+    finally:
+        if layer is not None:
+            layer.close()
+
+
+def _metadata(
+    summary: dict, manifest: dict, rows: list[dict], run_dir: Path, report: Path
+) -> dict[str, Any]:
     config_key = floor_key(load_run(run_dir))[:8]
+    incomplete = summary["incomplete"]
     metadata: dict[str, Any] = {
         **summary_metadata(summary),
         "run_dir": dg.MetadataValue.path(str(run_dir)),
@@ -507,7 +359,7 @@ def scored_run(
         "unscored_infrastructure": incomplete["questions"],
         "unscored_by_cause": dg.MetadataValue.json(incomplete["by_cause"]),
         "questions": len(rows),
-        "judge": scoring.judge,
+        "judge": manifest["pins"]["judge"]["model"],
         "comparable": manifest["comparable"],
         "configuration": dg.MetadataValue.text(
             f"cfg {config_key}: {configuration_label(manifest)}"
@@ -523,37 +375,10 @@ def scored_run(
             if v is not None
         }
     )
+    judge_usage = manifest["llm_usage"]["judge"]
     if judge_usage is not None:
         metadata["judge_usage"] = dg.MetadataValue.json(judge_usage)
-    return dg.MaterializeResult(metadata=metadata)
-
-
-@dg.asset_check(
-    asset=scored_run,
-    blocking=True,
-    description="Every question was measured: none left unscored by an infrastructure "
-    "failure (else the bundle says `incomplete`, and nothing compares or calibrates it).",
-)
-def scored_run_complete(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-    meta = materialization_metadata(context, "scored_run")
-    unscored = int(meta.get("unscored_infrastructure", 0) or 0)
-    causes = meta.get("unscored_by_cause") or {}
-    return dg.AssetCheckResult(
-        passed=unscored == 0,
-        description=(
-            None
-            if unscored == 0
-            else f"run incomplete: {unscored} question(s) unscored by infrastructure "
-            "failures (" + ", ".join(f"{k} {v}" for k, v in causes.items()) + ")"
-        ),
-        metadata={
-            "unscored_infrastructure": unscored,
-            "by_cause": dg.MetadataValue.json(causes),
-            "run_dir": dg.MetadataValue.path(str(meta.get("run_dir", ""))),
-        },
-    )
+    return metadata
 
 
 SCORING_ASSETS = [scored_run]
-SCORING_CHECKS = [scored_run_complete]
-SCORING_RESOURCES = {"scoring": ScoringSettings()}

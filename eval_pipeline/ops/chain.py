@@ -1,22 +1,26 @@
-"""The chain, run stage by stage: each asset in a Dagster run of its own, then its checks.
+"""The chain: each stage a Dagster run of its own, driven by one op (`eval_chain`).
 
-Dagster OSS reads an asset as Failed when the latest run that planned it failed, and a check
-as EXECUTION_FAILED when it was planned in a failed run: run as one run, a corpus error turned
-every asset of the chain red. Run stage by stage, only the stage that failed is red; the
-stages after it were never planned, so they read as not run, and their checks as not executed.
-An asset's checks run in the next run, only once the asset materialized; a failed blocking
-check stops the chain as Dagster's blocking checks would (`scored_run_complete` failing means
-the run is incomplete, not broken: the bundle exists).
+Why stage by stage: Dagster OSS reads an asset as Failed when the latest run that *planned*
+it failed (1.13.27 stores no asset-failure events outside Dagster+, so the status is derived
+from that run: dagster-io/dagster#28789, still open). Run as one run, a corpus error turned
+every asset of the chain red. Run stage by stage — each asset with its own checks, in one run
+of the assets' job `eval_stage` — only the stage that failed reads failed; the stages after
+it were never planned and read as they were. A failed blocking check stops the chain as
+Dagster's blocking checks would (`scored_run_complete` failing means the run is incomplete,
+not broken: the bundle exists).
 
-`run_stages` is used by the `eval_chain` job (the Launchpad, the nightly schedule: a driver run
-whose stage runs carry its id) and by `eval-pipeline run` (which calls it directly). Every
-failure is also appended to `<state>/ops/failures.jsonl` right here, daemon or not.
+`eval_chain` is what the Launchpad, the nightly schedule and `eval-pipeline run` launch: its
+one op checks every option (preflight) before anything runs, claims and leases every
+question batch's graph instance, runs the stages, the K batches' graph stages side by side
+(`batches.py`), and the repeats, and fails naming the stage that failed. Its outcome (a
+`ChainOutcome`) is in the op's output or failure metadata, for the CLI to print.
 """
 
 from __future__ import annotations
 
-import os
 import re
+import secrets
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -24,30 +28,29 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import BaseModel, Field
 
-from eval_pipeline.assets.artifacts import ARTIFACT_ASSETS
-from eval_pipeline.assets.batches import BATCHED_ASSETS, ONE_BATCH, register_batches
+from eval_pipeline import build
+from eval_pipeline.assets.batches import ONE_BATCH, register_batches
+from eval_pipeline.assets.failure_log import record_failure, recorded_run_ids
+from eval_pipeline.assets.graph_lease import GRAPH_STEPS
+from eval_pipeline.assets.tags import CHAIN_TAG, STAGE_RUN_TAGS, TRIGGER_TAG
+from eval_pipeline.config import RunConfig
 from eval_pipeline.corpus.batches import BatchKey
-from eval_pipeline.ops.sensors import (
-    append_jsonl,
-    failures_path,
-    innermost_error,
-    recorded_run_ids,
-)
-from eval_pipeline.ops.tags import CHAIN_PARENT_TAG, STAGE_RUN_TAGS
 
-# The chain's assets in order; each is one stage.
-CHAIN_STAGES: tuple[str, ...] = (*ARTIFACT_ASSETS, "scored_run", "run_comparison", "noise_floor")
 # A failed blocking check of these means "incomplete", not "failed": the bundle was written.
 COMPLETENESS_CHECKS = frozenset({"scored_run_complete"})
+# Repeats re-run only what can vary between runs of one configuration (retrieval, reading,
+# judging) over the same graph, and with `repeat.reconcile` the reconciliation too.
+REPEAT_STAGES = ("retrieval_results", "scored_run")
+OUTCOME_META = "outcome"
 
 Status = Literal["ok", "failed", "check_failed", "incomplete"]
 
 
 class StageOutcome(BaseModel):
     asset: str
-    batch: str | None = None  # the question batch (partition) of a batched stage, K > 1
+    batch: str | None = None  # the question batch (partition) of a graph stage, K > 1
     status: Status
-    run_ids: list[str] = Field(default_factory=list)
+    run_id: str | None = None
     error: str | None = None  # one line: what went wrong
     failed_checks: list[str] = Field(default_factory=list)
     warned_checks: list[str] = Field(default_factory=list)  # failed, but not blocking
@@ -59,14 +62,22 @@ class StageOutcome(BaseModel):
         """The stage as people read it: `retrieval_results [batch-02-of-04]` for a batch."""
         return f"{self.asset} [{self.batch}]" if self.batch else self.asset
 
-    def progress(self, i: int, n: int, *, with_error: bool = True) -> str:
-        """The stage's progress line: `[4/9] injected_graph: ok (1.8 s)`, and its error."""
+    @property
+    def stopped(self) -> bool:
+        return self.status != "ok"
+
+    def progress(self, i: int, n: int) -> str:
+        """The stage's progress line: `[4/9] injected_graph: ok (1.8 s)`."""
         text = f"[{i}/{n}] {self.name}: {self.status} ({self.seconds:.1f} s)"
-        return text + (f": {self.error}" if with_error and self.error else "")
+        if self.warned_checks:
+            text += f"; check(s) failed, not blocking: {', '.join(self.warned_checks)}"
+        return text
 
 
-class ChainOutcome(BaseModel):
-    stages: list[StageOutcome]
+class RepeatOutcome(BaseModel):
+    """One pass of the chain (the first, or a repeat): its stages and its bundle."""
+
+    stages: list[StageOutcome] = Field(default_factory=list)
 
     @property
     def failed(self) -> StageOutcome | None:
@@ -76,17 +87,28 @@ class ChainOutcome(BaseModel):
     def incomplete(self) -> bool:
         return any(s.status == "incomplete" for s in self.stages)
 
-    def metadata(self, asset: str) -> dict[str, Any]:
-        stage = next((s for s in self.stages if s.asset == asset), None)
-        return stage.metadata if stage is not None else {}
+    @property
+    def run_dir(self) -> str | None:
+        scored = next((s for s in self.stages if s.asset == "scored_run"), None)
+        return scored.metadata.get("run_dir") if scored is not None else None
 
 
-def _materialization_metadata(result: Any, asset: str) -> dict[str, Any]:
-    for mat in result.get_asset_materialization_events():
-        if mat.asset_key.to_user_string() == asset:
-            return {k: getattr(v, "value", v) for k, v in mat.materialization.metadata.items()}
-    return {}
+class ChainOutcome(BaseModel):
+    repeats: list[RepeatOutcome] = Field(default_factory=list)
+    refused: str | None = None  # the graph instance is held by another chain, or foreign
+    error: str | None = None  # the chain stopped before a stage (preflight, a graph error)
+    salt: str | None = None
 
+    @property
+    def failed(self) -> StageOutcome | None:
+        return next((r.failed for r in self.repeats if r.failed is not None), None)
+
+    @property
+    def incomplete(self) -> bool:
+        return any(r.incomplete for r in self.repeats)
+
+
+OnStage = Callable[[StageOutcome], None]
 
 # "eval_pipeline.corpus.errors.CorpusError: field 'x': ..." → "field 'x': ...": our own errors
 # and dg.Failure say what is wrong in their message; other classes keep their short name.
@@ -103,204 +125,276 @@ def clean_error(line: str) -> str:
     return f"{match.group('cls')}: {line[match.end() :]}" if module else line
 
 
+def innermost_error(error: Any) -> str:
+    """The user-level error on one line: Dagster wraps user errors in its own, and a user error
+    that names the problem (a dg.Failure saying which stage lost the graph server) must not be
+    replaced by what caused it deep down (an ExceptionGroup)."""
+    if error is None:
+        return ""
+    while getattr(error, "cause", None) is not None and str(
+        getattr(error, "cls_name", "") or ""
+    ).startswith("Dagster"):
+        error = error.cause
+    lines = [line for line in (error.message or "").strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def _blocking(job: dg.JobDefinition, check: dg.AssetCheckKey) -> bool:
+    return bool(getattr(job.asset_layer.asset_graph.get(check), "blocking", False))
+
+
+def run_stage(
+    job: dg.JobDefinition,
+    instance: dg.DagsterInstance,
+    asset: str,
+    run_config: Mapping[str, Any],
+    tags: Mapping[str, str],
+    batch: BatchKey = ONE_BATCH,
+) -> StageOutcome:
+    """One stage: `asset` and its checks in one run of the assets' job (as partition `batch`
+    for a graph stage); what happened, in one outcome."""
+    started = time.perf_counter()
+    key = dg.AssetKey(asset)
+    checks = {k for k in job.asset_layer.asset_graph.asset_check_keys if k.asset_key == key}
+    result = job.get_subset(asset_selection={key}, asset_check_selection=checks).execute_in_process(
+        run_config=dict(run_config),
+        instance=instance,
+        raise_on_error=False,
+        tags={**tags, **STAGE_RUN_TAGS},
+        partition_key=batch.key if asset in GRAPH_STEPS else None,
+    )
+    outcome = StageOutcome(
+        asset=asset,
+        batch=batch.key if asset in GRAPH_STEPS and batch.batches > 1 else None,
+        status="ok",
+        run_id=result.run_id,
+    )
+    for mat in result.get_asset_materialization_events():
+        if mat.asset_key == key:
+            meta = mat.materialization.metadata
+            outcome.metadata = {k: getattr(v, "value", v) for k, v in meta.items()}
+    described = {}
+    for ev in result.get_asset_check_evaluations():
+        if ev.passed:
+            continue
+        blocking = _blocking(job, dg.AssetCheckKey(ev.asset_key, ev.check_name))
+        if ev.severity == dg.AssetCheckSeverity.WARN or not blocking:
+            outcome.warned_checks.append(ev.check_name)
+        else:
+            outcome.failed_checks.append(ev.check_name)
+            described[ev.check_name] = ev.description
+    if not outcome.metadata:  # the asset itself failed
+        outcome.status, outcome.error = "failed", _first_error(result)
+    elif outcome.failed_checks:
+        incomplete = set(outcome.failed_checks) <= COMPLETENESS_CHECKS
+        outcome.status = "incomplete" if incomplete else "check_failed"
+        outcome.error = "; ".join(
+            f"{name}: {text}" if text else name for name, text in described.items()
+        )
+    elif not result.success:  # a check step raised
+        outcome.status, outcome.error = "check_failed", _first_error(result)
+    outcome.seconds = round(time.perf_counter() - started, 3)
+    if outcome.status in ("failed", "check_failed") and result.run_id not in recorded_run_ids():
+        # A step that raised recorded itself; a failed check did not.
+        record_failure(
+            instance.get_run_by_id(result.run_id),
+            assets=[asset],
+            error=outcome.error or "failed",
+            reason="CHECK_FAILURE" if outcome.failed_checks else "STEP_FAILURE",
+            checks=outcome.failed_checks,
+        )
+    return outcome
+
+
 def _first_error(result: Any) -> str:
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
             return clean_error(innermost_error(event.step_failure_data.error))
-    if result.dagster_run.status == dg.DagsterRunStatus.FAILURE:
-        for event in result.all_events:
-            if event.event_type == dg.DagsterEventType.RUN_FAILURE:
-                return event.message or "run failed"
+    for event in result.all_events:
+        if event.event_type == dg.DagsterEventType.RUN_FAILURE:
+            return event.message or "run failed"
     return "failed"
-
-
-def check_keys_of(job: dg.JobDefinition, asset: str) -> set[dg.AssetCheckKey]:
-    key = dg.AssetKey(asset)
-    return {k for k in job.asset_layer.asset_graph.asset_check_keys if k.asset_key == key}
-
-
-def _blocking(job: dg.JobDefinition, check: dg.AssetCheckKey) -> bool:
-    spec = job.asset_layer.asset_graph.get(check)
-    return bool(getattr(spec, "blocking", False))
-
-
-def record_failure(outcome: StageOutcome, tags: Mapping[str, str], job: str) -> None:
-    append_jsonl(
-        failures_path(),
-        {
-            "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "run_id": outcome.run_ids[-1] if outcome.run_ids else None,
-            "chain_run_id": tags.get(CHAIN_PARENT_TAG),
-            "job": job,
-            "trigger": tags.get("eval_pipeline/trigger", "manual"),
-            "failure_reason": "CHECK_FAILURE" if outcome.failed_checks else "STEP_FAILURE",
-            "will_retry": False,
-            "failed_assets": [outcome.asset],
-            "failed_checks": outcome.failed_checks,
-            "failed_steps": [
-                {"step": outcome.asset, "assets": [outcome.asset], "error": outcome.error}
-            ],
-            "message": outcome.error,
-        },
-    )
 
 
 def run_stages(
     job: dg.JobDefinition,
     instance: dg.DagsterInstance,
+    stages: Sequence[str],
     run_config: Mapping[str, Any],
-    *,
     tags: Mapping[str, str],
-    stages: Sequence[str] = CHAIN_STAGES,
-    on_stage: Callable[[int, int, StageOutcome], None] | None = None,
+    on_stage: OnStage,
     batch: BatchKey = ONE_BATCH,
-) -> ChainOutcome:
-    """Run `stages` of asset job `job` one by one; stop at the first that fails. The assets
-    partitioned by question batch run as partition `batch` (the only one of a one-batch run)."""
-    run_tags = {**tags, **STAGE_RUN_TAGS}
+) -> list[StageOutcome]:
+    """`stages` one by one; stop at the first that does not end `ok`."""
     outcomes: list[StageOutcome] = []
-    if any(asset in BATCHED_ASSETS for asset in stages):
-        register_batches(instance, batch.batches)
-    for i, asset in enumerate(stages, 1):
-        started = time.perf_counter()
-        key = dg.AssetKey(asset)
-        partition = batch.key if asset in BATCHED_ASSETS else None
-        result = job.get_subset(
-            asset_selection={key}, asset_check_selection=set()
-        ).execute_in_process(
-            run_config=dict(run_config),
-            instance=instance,
-            raise_on_error=False,
-            tags=run_tags,
-            partition_key=partition,
-        )
-        outcome = StageOutcome(asset=asset, status="ok", run_ids=[result.run_id])
-        if not result.success:
-            outcome.status, outcome.error = "failed", _first_error(result)
-        else:
-            outcome.metadata = _materialization_metadata(result, asset)
-            checks = check_keys_of(job, asset)
-            if checks:
-                checked = job.get_subset(
-                    asset_selection=set(), asset_check_selection=checks
-                ).execute_in_process(
-                    run_config=dict(run_config),
-                    instance=instance,
-                    raise_on_error=False,
-                    tags=run_tags,
-                    partition_key=partition,
-                )
-                outcome.run_ids.append(checked.run_id)
-                for ev in checked.get_asset_check_evaluations():
-                    if ev.passed or ev.severity == dg.AssetCheckSeverity.WARN:
-                        continue
-                    check = dg.AssetCheckKey(ev.asset_key, ev.check_name)
-                    (
-                        outcome.failed_checks if _blocking(job, check) else outcome.warned_checks
-                    ).append(ev.check_name)
-                if not checked.success and not outcome.failed_checks:
-                    outcome.failed_checks.append("(check step failed)")
-                    outcome.error = _first_error(checked)
-                if outcome.failed_checks:
-                    if set(outcome.failed_checks) <= COMPLETENESS_CHECKS:
-                        outcome.status = "incomplete"
-                    else:
-                        outcome.status = "check_failed"
-                        descriptions = [
-                            f"{ev.check_name}: {ev.description}"
-                            if ev.description
-                            else ev.check_name
-                            for ev in checked.get_asset_check_evaluations()
-                            if ev.check_name in outcome.failed_checks
-                        ]
-                        outcome.error = outcome.error or "; ".join(descriptions)
-        outcome.seconds = round(time.perf_counter() - started, 3)
+    for asset in stages:
+        outcome = run_stage(job, instance, asset, run_config, tags, batch)
         outcomes.append(outcome)
-        if on_stage is not None:
-            on_stage(i, len(stages), outcome)
-        if outcome.status in ("failed", "check_failed"):
-            # A step that raised recorded itself (records_failures); a check, or a run that
-            # died before its step, did not.
-            if outcome.run_ids[-1] not in recorded_run_ids():
-                record_failure(outcome, tags, job.name)
+        on_stage(outcome)
+        if outcome.stopped:
             break
-        if outcome.status == "incomplete":
-            break  # the bundle is written; nothing compares or calibrates an incomplete run
-    return ChainOutcome(stages=outcomes)
+    return outcomes
 
 
-PREFLIGHT_RESOURCES = ("corpus", "graph", "reconcile", "retrieval", "scoring")
-RESOURCE_KEYS = frozenset(
-    {"paths", "corpus", "graph", "reconcile", "retrieval", "scoring", "comparison", "calibration"}
-)
+def chain_stages(job: dg.JobDefinition, defined: list[dg.AssetKey]) -> tuple[str, ...]:
+    """The chain's assets in dependency order, longmemeval_upstream and all that follows it;
+    assets that do not depend on each other in the order they are `defined`."""
+    graph = job.asset_layer.asset_graph
+    reached = {dg.AssetKey("longmemeval_upstream")}
+    for key in graph.toposorted_asset_keys:
+        if graph.get(key).parent_keys & reached:
+            reached.add(key)
+    ordered: list[dg.AssetKey] = []
+    while len(ordered) < len(reached):
+        ready = next(
+            k
+            for k in defined
+            if k in reached and k not in ordered and graph.get(k).parent_keys & reached <= set(ordered)
+        )
+        ordered.append(ready)
+    return tuple(k.to_user_string() for k in ordered)
+
+
+def stage_run_config(run: RunConfig, loggers: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The run config of every stage run: each section as its resource's config, and the
+    chain run's own loggers (the CLI shows Dagster's console lines only with --verbose)."""
+    return {"resources": run.resources_config(), **({"loggers": loggers} if loggers else {})}
+
+
+def drive(
+    instance: dg.DagsterInstance,
+    run: RunConfig,
+    *,
+    chain: str,
+    trigger: str,
+    progress: Callable[[int, int, StageOutcome], None],
+    loggers: Mapping[str, Any] | None = None,
+    webserver: str | None = None,
+) -> ChainOutcome:
+    """The whole chain under one lease holder `chain`: the stages, then the repeats."""
+    from eval_pipeline.assets.graph_lease import run_finished
+    from eval_pipeline.assets.tags import STAGE_JOB_NAME
+    from eval_pipeline.definitions import defs
+    from eval_pipeline.graph.errors import ForeignDataError, GraphError
+    from eval_pipeline.graph.lease import Lease, LeaseHeld
+    from eval_pipeline.ops.batches import holding_instances, run_batched
+
+    job = defs.resolve_job_def(STAGE_JOB_NAME)
+    salt = run.repeat.salt or secrets.token_hex(4)
+    tags = {CHAIN_TAG: chain, TRIGGER_TAG: trigger}
+    outcome = ChainOutcome(salt=salt if run.repeat.count > 1 else None)
+    store = build.graph_store(run.graph)
+    register_batches(instance, run.corpus.batches)
+    try:
+        with holding_instances(
+            store,
+            run.corpus.batches,
+            Lease(holder=chain, run_id=chain, what="eval_chain run"),
+            wait_s=run.graph.wait_s,
+            run_finished=run_finished(instance),
+        ):
+            stages = chain_stages(job, [k for a in defs.assets for k in a.keys])
+            for k in range(1, run.repeat.count + 1):
+                this = run.for_repeat(k, salt) if run.repeat.count > 1 else run
+                repeat = RepeatOutcome(
+                    stages=run_batched(
+                        job,
+                        instance,
+                        stages,
+                        stage_run_config(this, loggers),
+                        tags,
+                        batches=run.corpus.batches,
+                        progress=progress,
+                        webserver=webserver,
+                    )
+                )
+                outcome.repeats.append(repeat)
+                if repeat.failed is not None:
+                    break
+                stages = (
+                    ("reconciled_graph", *REPEAT_STAGES) if run.repeat.reconcile else REPEAT_STAGES
+                )
+    except (LeaseHeld, ForeignDataError) as exc:
+        outcome.refused = str(exc)
+    except GraphError as exc:
+        outcome.error = str(exc)
+    finally:
+        store.close()
+    return outcome
 
 
 @dg.op(
-    required_resource_keys=set(RESOURCE_KEYS),
-    description="Runs the chain stage by stage (each asset, then its checks, in runs of their "
-    "own), holding the graph instance's lease throughout; fails naming the stage that failed.",
+    required_resource_keys={
+        "paths",
+        "corpus",
+        "graph",
+        "reconcile",
+        "retrieval",
+        "scoring",
+        "repeat",
+        "comparison",
+        "calibration",
+    },
+    description="Checks every option, then runs the chain stage by stage (each asset and its "
+    "checks in a run of their own) holding the graph instances' leases; fails naming the "
+    "stage that failed.",
 )
-def run_chain_stages(context) -> None:  # unannotated: Dagster cannot read string annotations
-    # Imported here: definitions imports this module to build the eval_chain job.
-    from eval_pipeline.assets.graph_lease import run_finished
-    from eval_pipeline.definitions import defs
-    from eval_pipeline.graph.lease import Lease
-    from eval_pipeline.ops.batch_runs import holding_instances, run_batched
-    from eval_pipeline.ops.tags import (
-        LEASE_HOLDER_TAG,
-        STAGE_JOB_NAME,
-        TRIGGER_TAG,
-        WEBSERVER_ENV,
-    )
+def run_chain(context):  # unannotated: Dagster cannot read string annotations
+    import os
+
+    from eval_pipeline.assets.resources import run_config_of
+    from eval_pipeline.assets.tags import WEBSERVER_ENV
     from eval_pipeline.preflight import PreflightError, preflight
 
-    run = context.run
-    config = {k: v for k, v in (context.run_config or {}).items() if k in ("resources", "loggers")}
-    tags = {
-        LEASE_HOLDER_TAG: run.run_id,
-        CHAIN_PARENT_TAG: run.run_id,
-        TRIGGER_TAG: run.tags.get(TRIGGER_TAG, run.tags.get("dagster/schedule_name", "manual")),
-    }
-    graph = context.resources.graph
+    config = run_config_of(context.resources)
     # Every option checked before the first stage, so a Launchpad typo fails in seconds and
     # before anything is wiped.
     try:
-        preflight({name: getattr(context.resources, name) for name in PREFLIGHT_RESOURCES})
+        preflight(config)
     except PreflightError as exc:
         raise dg.Failure(f"preflight: {exc}") from None
 
-    def log(i: int, n: int, stage: StageOutcome) -> None:
-        (context.log.info if stage.status == "ok" else context.log.error)(stage.progress(i, n))
+    def say(i: int, n: int, stage: StageOutcome) -> None:
+        # One line per stage on stderr (the CLI's progress; compute logs in the UI).
+        print(stage.progress(i, n), file=sys.stderr, flush=True)
+        line = stage.progress(i, n) + (f": {stage.error}" if stage.error else "")
+        (context.log.info if stage.status == "ok" else context.log.error)(line)
 
-    batches = context.resources.corpus.batches
-    lease = Lease(holder=run.run_id, run_id=run.run_id, what=f"{run.job_name} run")
-    with holding_instances(
-        graph,
-        batches,
-        lease,
-        wait_s=graph.lease_wait_s,
-        run_finished=run_finished(context.instance),
-    ):
-        outcome = run_batched(
-            defs.resolve_job_def(STAGE_JOB_NAME),
-            context.instance,
-            config,
-            tags=tags,
-            batches=batches,
-            on_stage=log,
-            webserver=os.environ.get(WEBSERVER_ENV) or None,
-        )
+    run = context.run
+    outcome = drive(
+        context.instance,
+        config,
+        chain=run.run_id,
+        trigger=run.tags.get(TRIGGER_TAG, run.tags.get("dagster/schedule_name", "manual")),
+        progress=say,
+        loggers=(context.run_config or {}).get("loggers"),
+        webserver=os.environ.get(WEBSERVER_ENV) or None,
+    )
+    report = {OUTCOME_META: dg.MetadataValue.json(outcome.model_dump(mode="json"))}
     failed = outcome.failed
+    if outcome.refused or outcome.error:
+        raise dg.Failure(outcome.refused or outcome.error, metadata=report)
     if failed is not None:
-        raise dg.Failure(
-            f"stage {failed.name} failed: {failed.error}",
-            metadata={"failed_stage": failed.asset, "stage_runs": failed.run_ids},
-        )
+        raise dg.Failure(f"stage {failed.name} failed: {failed.error}", metadata=report)
     if outcome.incomplete:
-        meta = outcome.metadata("scored_run")
+        scored = next(s for r in outcome.repeats for s in r.stages if s.status == "incomplete")
         raise dg.Failure(
-            f"run incomplete: {meta.get('unscored_infrastructure')} question(s) unscored by "
-            f"infrastructure failures {meta.get('unscored_by_cause')}; bundle "
-            f"{meta.get('run_dir')}",
-            metadata={"run_dir": str(meta.get("run_dir"))},
+            f"run incomplete: {scored.metadata.get('unscored_infrastructure')} question(s) "
+            f"unscored by infrastructure failures {scored.metadata.get('unscored_by_cause')}; "
+            f"bundle {scored.metadata.get('run_dir')}",
+            metadata=report,
         )
+    return dg.Output(None, metadata=report)
+
+
+def outcome_of(result: Any) -> ChainOutcome | None:
+    """The ChainOutcome an eval_chain run reported (its op's output or failure metadata)."""
+    for event in result.all_events:
+        meta = None
+        if event.is_successful_output and event.step_output_data is not None:
+            meta = event.step_output_data.metadata
+        elif event.is_step_failure and event.step_failure_data.user_failure_data is not None:
+            meta = event.step_failure_data.user_failure_data.metadata
+        if meta and OUTCOME_META in meta:
+            return ChainOutcome.model_validate(meta[OUTCOME_META].value)
+    return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from eval_pipeline.ops.tags import (
+from eval_pipeline.assets.tags import (
     CHAIN_JOB_NAME,
     CHAIN_RUN_TAGS,
     DEFAULT_GRAPH_INSTANCE,

@@ -1,42 +1,39 @@
-"""Run tags shared by the eval_chain job, its schedule and its sensors.
+"""Run tags and job names shared by the chain, its stage runs, the schedule and the sensors.
 
 Run retries, crash-only: the daemon re-executes a failed run only when the instance enables
 `run_retries` and the run's `dagster/max_retries` allows it. A run that failed *in a step*
 (`dagster/failure_reason` STEP_FAILURE) is never retried, because
 `dagster/retry_on_asset_or_op_failure` is false: a step that failed half-way through wiping
 or injecting the graph must be looked at, not silently re-run into a mixed graph. What is
-retried is a crash of the run itself (run worker killed, lost, or never started), and then
-the whole chain again (`ALL_STEPS`), so the graph is always built from scratch by one run.
-No op-level `RetryPolicy` is used anywhere, for the same reason.
+retried is a crash of the chain run itself (its worker killed, lost, or never started), and
+then the whole chain again (`ALL_STEPS`), so the graph is always built from scratch by one
+chain. No op-level `RetryPolicy` is used anywhere, for the same reason.
 """
 
 from __future__ import annotations
 
 CHAIN_JOB_NAME = "eval_chain"
+# The assets' own job: each stage of a chain is one run of it (asset and checks).
+STAGE_JOB_NAME = "eval_stage"
+# Deployed, a chain over several question batches runs each batch as a run of this job.
+BATCH_JOB_NAME = "eval_batch"
 
+# The chain a run belongs to: the eval_chain run's id, on every run it launches. It is also
+# the holder of the graph instances' leases, and what a stage's inputs are looked up under.
+CHAIN_TAG = "eval_pipeline/chain_run"
 # The queued coordinator allows one run per value of this tag (dagster.yaml).
 GRAPH_INSTANCE_TAG = "eval_pipeline/graph_instance"
 DEFAULT_GRAPH_INSTANCE = "default"
-
 # What started a run: lets the failure log tell nightly runs from manual ones.
 TRIGGER_TAG = "eval_pipeline/trigger"
+PARTITION_TAG = "dagster/partition"
 
 CHAIN_RUN_TAGS: dict[str, str] = {
     "dagster/max_retries": "1",
     "dagster/retry_on_asset_or_op_failure": "false",
     "dagster/retry_strategy": "ALL_STEPS",
 }
-
-# A chain that spans several Dagster runs (the CLI: the chain, then its repeats) holds the
-# graph instance's lease under one holder id, given to each of its runs in this tag.
-LEASE_HOLDER_TAG = "eval_pipeline/lease_holder"
-
-# The chain runs stage by stage (ops/chain.py): each stage run names the chain run it belongs
-# to, and is never retried on its own (a crashed chain is retried whole, from scratch).
-STAGE_JOB_NAME = "eval_stage"
-# Deployed, a chain over several question batches runs each batch as a run of this job.
-BATCH_JOB_NAME = "eval_batch"
+# A stage run is never retried on its own (a crashed chain is retried whole, from scratch).
+STAGE_RUN_TAGS: dict[str, str] = {"dagster/max_retries": "0", "eval_pipeline/stage_run": "true"}
 # The webserver a deployed chain submits its batch runs to (e.g. http://dagster_webserver:3000).
 WEBSERVER_ENV = "EVAL_DAGSTER_WEBSERVER"
-CHAIN_PARENT_TAG = "eval_pipeline/chain_run"
-STAGE_RUN_TAGS: dict[str, str] = {"dagster/max_retries": "0", "eval_pipeline/stage_run": "true"}

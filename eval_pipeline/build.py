@@ -1,0 +1,104 @@
+"""What a run builds from its configuration: the LLM layer, the reconciler, the retriever and
+the reader. Preflight builds them to refuse a bad option before anything runs; the stages
+build them to run. Errors are the domain's own (LLMConfigError, ReconcileError,
+RetrieverLoadError, ValueError): each caller says them its own way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from eval_pipeline.config import (
+    GraphConfig,
+    ModelRole,
+    ReconcileConfig,
+    RepeatConfig,
+    RetrievalConfig,
+)
+from eval_pipeline.graph.dialects import DIALECTS
+from eval_pipeline.graph.store import GraphStore
+from eval_pipeline.llm import LLMLayer, LLMSettings
+from eval_pipeline.reconcile.registry import load_reconciler
+from eval_pipeline.retrieve.protocol import RetrievalEnv, Retriever, load_retriever
+from eval_pipeline.retrieve.reader import Reader, make_reader
+
+DEFAULT_RECONCILE_CONCURRENCY = 4  # offline reconcilers: the graph writer is the bottleneck
+
+
+def graph_store(config: GraphConfig) -> GraphStore:
+    """The client of the configured graph server; credentials only from the environment."""
+    return GraphStore(
+        backend=config.backend,
+        uri=config.uri,
+        database=config.database or DIALECTS[config.backend].default_database,
+        user=os.environ.get("EVAL_GRAPH_USER") or None if config.uri else None,
+        password=os.environ.get("EVAL_GRAPH_PASSWORD") or None if config.uri else None,
+        http_url=config.http_url,
+        batch_uri=config.batch_uri,
+        lease_wait_s=config.wait_s,
+        data_dir=config.data_dir,
+        heap=config.heap,
+    )
+
+
+def llm_layer(
+    roles: Mapping[str, ModelRole], *, sample_identity: str | None = None, **settings: Any
+) -> LLMLayer | None:
+    """One LLM layer for the given model roles, or None when every one is offline."""
+    online = {name: role for name, role in roles.items() if not role.offline}
+    if not online:
+        return None
+    if sample_identity:
+        settings["sample_identity"] = sample_identity
+    return LLMLayer(
+        LLMSettings.from_specs(
+            {name: role.model for name, role in online.items()},
+            role_overrides={name: role.overrides() for name, role in online.items()},
+            **settings,
+        )
+    )
+
+
+def role_pins(name: str, role: ModelRole) -> dict[str, Any] | None:
+    """A model role's pins (for `local`: the weights' sha256, the server, sampling)."""
+    if role.offline:
+        return None
+    settings = LLMSettings.from_specs({name: role.model}, role_overrides={name: role.overrides()})
+    return settings.role(name).pins()
+
+
+def reconcile_layer(config: ReconcileConfig, repeat: RepeatConfig) -> LLMLayer | None:
+    """The reconciler role's layer; a repeat that re-reconciles draws its own sample."""
+    identity = repeat.sample_identity if repeat.reconcile else None
+    return llm_layer({"reconciler": config.model}, sample_identity=identity)
+
+
+def reconciler(config: ReconcileConfig, llm: LLMLayer | None) -> Any:
+    return load_reconciler(config.reconciler, config.options, llm=llm)
+
+
+def reconcile_concurrency(config: ReconcileConfig, reconciler: Any) -> int:
+    if config.concurrency is not None:
+        return config.concurrency
+    return int(getattr(reconciler, "concurrency", DEFAULT_RECONCILE_CONCURRENCY))
+
+
+def retrieval_roles(config: RetrievalConfig) -> dict[str, ModelRole]:
+    return {"reader": config.reader, "retrieval_agent": config.agent}
+
+
+def retrieval_layer(config: RetrievalConfig, repeat: RepeatConfig) -> LLMLayer | None:
+    return llm_layer(retrieval_roles(config), sample_identity=repeat.sample_identity)
+
+
+def retriever_and_reader(
+    config: RetrievalConfig, env: RetrievalEnv, llm: LLMLayer | None
+) -> tuple[Retriever, Reader]:
+    options = dict(config.options)
+    if config.retriever == "graph_agent":
+        options.setdefault("max_steps", config.max_steps)
+        options.setdefault("payload_cap_tokens", config.payload_cap_tokens)
+    reader = make_reader("offline" if config.reader.offline else "llm", llm)
+    return load_retriever(config.retriever, env, options), reader

@@ -1,0 +1,415 @@
+"""The run configuration: every option of a chain, stated once.
+
+`RunConfig` is the one source of
+- the flags of `eval-pipeline run` (`cli_run.add_run_options`: a field with `cli=` metadata
+  is a flag, its help is the field's description),
+- the keys of a `--config` file (a section with its fields, or a flag's name),
+- the Dagster run config: each section is the config of the resource of the same name
+  (`assets/resources.py`), nested typed `Config`, no JSON strings,
+- preflight (`preflight.py` checks a `RunConfig`),
+- the options a run's manifest records (`RunConfig.recorded()`).
+
+Adding an option is one field here plus its use. Secrets are never options: graph credentials
+and model keys are read from the environment where they are used.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+import dagster as dg
+from pydantic import Field, field_validator
+
+from eval_pipeline.corpus.batches import MAX_BATCHES
+from eval_pipeline.corpus.sampling import SampleSpec
+from eval_pipeline.corpus.upstream import HF_REVISION, UpstreamSpec, check_variant
+from eval_pipeline.llm.config import STRUCTURED_OUTPUT_MODES, parse_provider_spec
+from eval_pipeline.llm.errors import LLMConfigError
+
+Tier = Literal["1", "2", "all"]
+Scope = Literal["question", "batch"]
+Backend = Literal["arcadedb", "memgraph"]
+
+
+def cli(flag: str, metavar: str | None = None) -> dict[str, Any]:
+    """Field metadata: this field is the `eval-pipeline run` flag `flag`."""
+    return {"cli": flag, **({"metavar": metavar} if metavar else {})}
+
+
+class ModelRole(dg.Config):
+    """One model role: which model answers (`model`, the CLI form PROVIDER:MODEL[@BASE_URL])
+    and how the layer calls it. Unset settings: the provider's defaults (for `local`: 600 s,
+    one request at a time, an output budget sized per role; elsewhere 60 s, 8 in flight,
+    1024 tokens)."""
+
+    model: str = Field(default="offline", description="offline | PROVIDER:MODEL[@BASE_URL]")
+    timeout_s: float | None = Field(default=None, gt=0, description="seconds per request")
+    concurrency: int | None = Field(default=None, ge=1, le=1024, description="requests in flight")
+    max_tokens: int | None = Field(default=None, ge=1, description="output token budget")
+    # A plain string: Dagster's config types take no optional Literal.
+    structured_output: str | None = Field(
+        default=None,
+        description="first mode tried; a server refusing it is asked in the next",
+        json_schema_extra={"choices": list(STRUCTURED_OUTPUT_MODES)},
+    )
+
+    @field_validator("model")
+    @classmethod
+    def _provider_spec(cls, value: str) -> str:
+        # Checked as the option is read: a typo must not surface after the graph was built.
+        try:
+            parse_provider_spec(value)
+        except LLMConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("structured_output")
+    @classmethod
+    def _mode(cls, value: str | None) -> str | None:
+        if value is not None and value not in STRUCTURED_OUTPUT_MODES:
+            raise ValueError(f"must be one of {', '.join(STRUCTURED_OUTPUT_MODES)}")
+        return value
+
+    @property
+    def offline(self) -> bool:
+        return self.model.strip() == "offline"
+
+    def overrides(self) -> dict[str, Any]:
+        """The settings given, as `RoleConfig` fields."""
+        fields = ("timeout_s", "concurrency", "max_tokens", "structured_output")
+        return {k: getattr(self, k) for k in fields if getattr(self, k) is not None}
+
+
+def _role(flag: str, prefix: str, help_: str) -> Any:
+    """A model role field: `flag` names its model; `--PREFIX-timeout` etc. its settings."""
+    return Field(
+        default_factory=ModelRole,
+        description=help_,
+        json_schema_extra={"cli": flag, "metavar": "P:MODEL", "cli_prefix": prefix},
+    )
+
+
+class CorpusConfig(dg.Config):
+    """Which upstream file, which sample, which tiers, how many question batches."""
+
+    upstream: str = Field(
+        default="sample",
+        description="a LongMemEval JSON file; 'sample' for the bundled sample, 'hf' for "
+        "Hugging Face at --revision",
+        json_schema_extra=cli("--upstream", "PATH"),
+    )
+    variant: str | None = Field(
+        default=None,
+        description="what the file is: s or m for Hugging Face (default s), any label for a "
+        "local file (default: what its sha256 pin identifies, else 'local'); oracle is refused",
+        json_schema_extra=cli("--variant", "V"),
+    )
+    revision: str = Field(
+        default=HF_REVISION,
+        description="Hugging Face commit (40 hex)",
+        json_schema_extra=cli("--revision"),
+    )
+    sha256: str | None = Field(
+        default=None,
+        description="expected sha256 of the upstream file (overrides the pin)",
+        json_schema_extra=cli("--sha256"),
+    )
+    cache_dir: str | None = Field(default=None, description="a pre-seeded Hugging Face cache")
+    sample: int | None = Field(
+        default=None,
+        ge=1,
+        description="questions to draw (default: all; above what the file holds: all, with a note)",
+        json_schema_extra=cli("--sample", "N"),
+    )
+    seed: int = Field(default=0, description="sampling seed", json_schema_extra=cli("--seed", "S"))
+    floor: int = Field(
+        default=1,
+        ge=0,
+        description="minimum questions per stratum",
+        json_schema_extra=cli("--floor"),
+    )
+    max_sessions_per_question: int | None = Field(
+        default=None,
+        ge=1,
+        description="keep evidence sessions and at most K sessions per haystack (non-comparable)",
+        json_schema_extra=cli("--max-sessions-per-question", "K"),
+    )
+    tier: Tier = Field(
+        default="1",
+        description="1: LongMemEval; 2: the authored organizational-memory scenarios; all",
+        json_schema_extra=cli("--tier"),
+    )
+    light: bool = Field(
+        default=False,
+        description="tier 2, light scenarios only (one per use case): a quick check",
+        json_schema_extra=cli("--light"),
+    )
+    batches: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_BATCHES,
+        description="split the questions into K batches, each on a graph instance of its own, "
+        "run in parallel (embedded: K servers; else put {batch} in --graph-uri)",
+        json_schema_extra=cli("--batches", "K"),
+    )
+
+    @field_validator("variant")
+    @classmethod
+    def _variant(cls, value: str | None) -> str | None:
+        check_variant(value)  # a refused label (oracle) stops here, before anything runs
+        return value
+
+    def upstream_spec(self) -> UpstreamSpec:
+        common = {
+            "variant": self.variant,
+            "sha256": self.sha256,
+            "cache_dir": self.cache_dir,
+            "revision": self.revision,
+        }
+        if self.upstream == "sample":
+            return UpstreamSpec(source="sample", **common)
+        if self.upstream in ("hf", "huggingface"):
+            return UpstreamSpec(source="huggingface", **common)
+        return UpstreamSpec(source="path", path=self.upstream, **common)
+
+    def sample_spec(self) -> SampleSpec:
+        return SampleSpec(
+            sample=self.sample,
+            seed=self.seed,
+            floor=self.floor,
+            max_sessions_per_question=self.max_sessions_per_question,
+        )
+
+    def tier_selection(self) -> tuple[bool, bool]:
+        """(tier 1 included, tier 2 included); a light run is a tier-2 quick check."""
+        return self.tier in ("1", "all"), self.tier in ("2", "all") or self.light
+
+
+def _env(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+class GraphConfig(dg.Config):
+    """Which graph server. Unset: the embedded ArcadeDB, unless the deployment's environment
+    names one (EVAL_GRAPH_URI, EVAL_GRAPH_BACKEND, ...). Credentials come only from
+    EVAL_GRAPH_USER / EVAL_GRAPH_PASSWORD, never from here."""
+
+    backend: Backend = Field(
+        default_factory=lambda: _env("EVAL_GRAPH_BACKEND") or "arcadedb",  # type: ignore[arg-type]
+        description="graph dialect",
+        json_schema_extra=cli("--backend"),
+    )
+    uri: str | None = Field(
+        default_factory=lambda: _env("EVAL_GRAPH_URI"),
+        description="bolt://host:port (default: embedded)",
+        json_schema_extra=cli("--graph-uri", "URI"),
+    )
+    database: str | None = Field(
+        default_factory=lambda: _env("EVAL_GRAPH_DATABASE"),
+        description="database on that server (default: the backend's)",
+        json_schema_extra=cli("--graph-database", "NAME"),
+    )
+    http_url: str | None = Field(
+        default_factory=lambda: _env("EVAL_GRAPH_HTTP_URL"),
+        description="ArcadeDB HTTP API, for indexes",
+        json_schema_extra=cli("--graph-http-url", "URL"),
+    )
+    batch_uri: str | None = Field(
+        default_factory=lambda: _env("EVAL_GRAPH_BATCH_URI"),
+        description="bolt URI of each question batch's instance, {batch} its number (a run "
+        "over K > 1 batches; unset: the URI itself names one per batch)",
+    )
+    wait_s: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="wait this long for another chain holding the graph instance (default: refuse)",
+        json_schema_extra=cli("--wait-for-graph", "SECONDS"),
+    )
+    data_dir: str | None = Field(
+        default=None, description="embedded server directory (default: <state>/graph/arcadedb)"
+    )
+    heap: str = Field(default="1g", description="embedded server JVM heap (-Xmx)")
+
+
+class ReconcileConfig(dg.Config):
+    """Memory formation: which reconciler (or memory system), with what model."""
+
+    reconciler: str = Field(
+        default="extractive",
+        description="none | extractive | consolidating | llm | pkg.mod:Class",
+        json_schema_extra=cli("--reconciler", "NAME"),
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="keyword options for the reconciler's constructor"
+    )
+    model: ModelRole = _role("--reconciler-model", "reconciler", "model for --reconciler llm")
+    concurrency: int | None = Field(
+        default=None, ge=1, description="sessions in flight; unset: the reconciler's own, else 4"
+    )
+    redo: bool = Field(default=False, description="reconcile sessions already done, too")
+    completeness_threshold: float = Field(
+        default=0.95, ge=0.0, le=1.0, description="the completeness check warns below this"
+    )
+
+
+class RetrievalConfig(dg.Config):
+    """Retrieval and reading: which retriever at which scope and k, which reader."""
+
+    retriever: str = Field(
+        default="fulltext",
+        description="fulltext | graph_agent | pkg.mod:Class",
+        json_schema_extra=cli("--retriever", "NAME"),
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="keyword options for the retriever's constructor"
+    )
+    scope: Scope = Field(
+        default="question", description="retrieval scope", json_schema_extra=cli("--scope")
+    )
+    top_k: int = Field(
+        default=10,
+        ge=1,
+        description="items retrieved per question",
+        json_schema_extra=cli("--top-k", "K"),
+    )
+    reader: ModelRole = _role("--reader", "reader", "reader model (default: offline)")
+    agent: ModelRole = _role("--retrieval-agent", "retrieval-agent", "model for graph_agent")
+    payload_cap_tokens: int = Field(default=4000, ge=1, description="graph_agent context cap")
+    max_steps: int = Field(default=6, ge=1, description="graph_agent step budget")
+    query_timeout_s: float = Field(default=10.0, gt=0, description="one agent query, seconds")
+    max_rows: int = Field(default=500, ge=1, description="row cap of one agent query")
+
+
+class ScoringConfig(dg.Config):
+    """Judging, tokens, the gate and where bundles go."""
+
+    judge: ModelRole = _role("--judge", "judge", "judge model (default: none, unscored)")
+    tokenizer: str = Field(default="o200k_base", description="pinned tiktoken encoding")
+    gate_k: int = Field(default=10, ge=1, description="evidence recall gate: recall_all@k")
+    runs_dir: str | None = Field(
+        default=None,
+        description="where run bundles go (default: <state>/runs)",
+        json_schema_extra=cli("--runs-dir", "DIR"),
+    )
+    label: str | None = Field(
+        default=None,
+        description="a label in the run directory name",
+        json_schema_extra=cli("--label", "L"),
+    )
+
+
+class RepeatConfig(dg.Config):
+    """Repeats of one configuration, for the noise floor (`eval-pipeline calibrate`)."""
+
+    count: int = Field(
+        default=1,
+        ge=1,
+        description="N runs of retrieval and scoring over one graph; each repeat is a fresh "
+        "sample of every model call",
+        json_schema_extra=cli("--repeat", "N"),
+    )
+    reconcile: bool = Field(
+        default=False,
+        description="repeats reconcile afresh too (measures an LLM reconciler's variance)",
+        json_schema_extra=cli("--repeat-reconcile"),
+    )
+    salt: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        description="the repeats' sample salt (default: a new one): give a run's salt to "
+        "reproduce its repeats from the LLM cache",
+        json_schema_extra=cli("--repeat-salt", "SALT"),
+    )
+    # Set by the chain for each repeat, never by a user: repeat `index` of `count` draws the
+    # sample "<salt>/<index>".
+    index: int | None = Field(default=None, ge=1, description="this repeat (set by the chain)")
+
+    @property
+    def sample_identity(self) -> str | None:
+        return f"{self.salt}/{self.index}" if self.index is not None and self.salt else None
+
+
+class ComparisonConfig(dg.Config):
+    """Which baseline the run is compared with, and which noise floor decides."""
+
+    baseline: str = Field(
+        default="previous",
+        description="a run directory, a run name in the runs dir, or 'previous': the newest "
+        "earlier run with the same comparability pins",
+    )
+    noise_floor: str | None = Field(
+        default=None,
+        description="a noise floor file; default: the one stored for the configuration",
+    )
+    candidate: str | None = Field(
+        default=None, description="default: the bundle this chain's scored_run wrote"
+    )
+
+
+class CalibrationConfig(dg.Config):
+    """Which repeats calibrate the noise floor, and where it is saved."""
+
+    runs: list[str] | None = Field(
+        default=None,
+        description="run directories or names; default: every run with the latest run's pins",
+    )
+    out: str | None = Field(
+        default=None, description="default: <runs_dir>/noise_floors/<configuration key>.json"
+    )
+
+
+class PathsConfig(dg.Config):
+    """Where the pipeline keeps its state (artifacts, runs, the embedded graph)."""
+
+    state_dir: str | None = Field(
+        default=None, description="default: EVAL_PIPELINE_HOME, else <repo>/.eval_state"
+    )
+
+
+# Section name → its config class: the resource keys of the Dagster layer, in chain order.
+SECTIONS: dict[str, type[dg.Config]] = {
+    "paths": PathsConfig,
+    "corpus": CorpusConfig,
+    "graph": GraphConfig,
+    "reconcile": ReconcileConfig,
+    "retrieval": RetrievalConfig,
+    "scoring": ScoringConfig,
+    "repeat": RepeatConfig,
+    "comparison": ComparisonConfig,
+    "calibration": CalibrationConfig,
+}
+
+
+class RunConfig(dg.Config):
+    """Every option of a chain."""
+
+    paths: PathsConfig = Field(default_factory=PathsConfig)
+    corpus: CorpusConfig = Field(default_factory=CorpusConfig)
+    graph: GraphConfig = Field(default_factory=GraphConfig)
+    reconcile: ReconcileConfig = Field(default_factory=ReconcileConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    repeat: RepeatConfig = Field(default_factory=RepeatConfig)
+    comparison: ComparisonConfig = Field(default_factory=ComparisonConfig)
+    calibration: CalibrationConfig = Field(default_factory=CalibrationConfig)
+
+    def section(self, name: str) -> dg.Config:
+        return getattr(self, name)
+
+    def resources_config(self) -> dict[str, Any]:
+        """The Dagster run config's `resources` part: each section as its resource's config."""
+        return {name: {"config": self.section(name).model_dump()} for name in SECTIONS}
+
+    def recorded(self) -> dict[str, Any]:
+        """The options as the manifest records them (where state lives is not an option of
+        the measurement)."""
+        return self.model_dump(mode="json", exclude={"paths"})
+
+    def for_repeat(self, index: int, salt: str) -> RunConfig:
+        """Repeat `index` of this configuration: its own sample identity and label."""
+        repeat = self.repeat.model_copy(update={"index": index, "salt": salt})
+        label = f"{self.scoring.label or 'run'}-repeat{index}"
+        return self.model_copy(
+            update={"repeat": repeat, "scoring": self.scoring.model_copy(update={"label": label})}
+        )

@@ -1,0 +1,346 @@
+"""`eval-pipeline run`: its flags and `--config` keys read off `RunConfig`, the `eval_chain`
+job launched on the local instance, its outcome printed.
+
+Flags: every field of `RunConfig` with `cli` metadata is a flag (a model role's field is
+`--ROLE` for its model plus `--ROLE-timeout`, `--ROLE-concurrency`, `--ROLE-max-tokens`,
+`--ROLE-structured-output`); help, type and choices come from the field. A `--config` file
+(YAML or JSON) holds the same options: a flag's name (`top-k` or `top_k`) or a section with
+its fields (`retrieval: {top_k: 5}`, as in the Dagster run config); the command line wins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import ValidationError
+from pydantic.fields import FieldInfo
+
+from eval_pipeline.config import SECTIONS, ModelRole, RunConfig
+
+# Exit codes of `eval-pipeline run` (docs/cli.md lists them).
+EXIT_OK = 0  # complete: every question measured
+EXIT_FAILED = 1  # a stage failed (its error printed); no bundle, or one from an earlier stage
+EXIT_BAD_INPUT = 2  # an option or input is wrong; nothing ran
+EXIT_REFUSED = 3  # the graph instance is held by another chain, or holds someone else's data
+EXIT_INCOMPLETE = 4  # a bundle was written, but some questions are unscored (infrastructure)
+
+# Presentation only, not an option of the chain: stated here, once.
+VERBOSE = "verbose"
+ROLE_SETTINGS = {
+    "timeout_s": "timeout",
+    "concurrency": "concurrency",
+    "max_tokens": "max-tokens",
+    "structured_output": "structured-output",
+}
+
+
+class UsageError(Exception):
+    """A bad option or input the user can fix: printed as one line."""
+
+
+def _extra(field: FieldInfo) -> dict[str, Any]:
+    extra = field.json_schema_extra
+    return extra if isinstance(extra, dict) else {}
+
+
+def _plain(annotation: Any) -> Any:
+    """`int | None` → int; a Literal stays itself."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) is not Literal and len(args) == 1:
+        return args[0]
+    return annotation
+
+
+def run_flags() -> dict[str, tuple[tuple[str, ...], FieldInfo]]:
+    """Each flag of `eval-pipeline run` → (its path in RunConfig, its field)."""
+    out: dict[str, tuple[tuple[str, ...], FieldInfo]] = {}
+    for section, cls in SECTIONS.items():
+        for name, field in cls.model_fields.items():
+            extra = _extra(field)
+            if "cli" not in extra:
+                continue
+            if "cli_prefix" in extra:  # a model role: its model, then its settings
+                out[extra["cli"]] = ((section, name, "model"), field)
+                for setting, suffix in ROLE_SETTINGS.items():
+                    flag = f"--{extra['cli_prefix']}-{suffix}"
+                    out[flag] = ((section, name, setting), ModelRole.model_fields[setting])
+            else:
+                out[extra["cli"]] = ((section, name), field)
+    return out
+
+
+def _help(path: tuple[str, ...], field: FieldInfo) -> str:
+    text = field.description or ""
+    if path[-1] == "model" and len(path) == 3:
+        return text
+    if field.default not in (None, False, "", {}) and not field.default_factory:
+        text += f" (default {field.default})"
+    return text
+
+
+def add_run_options(p: argparse.ArgumentParser, only: tuple[str, ...] | None = None) -> None:
+    """The flags of `run` (or `only` these), read off RunConfig: nothing is stated here a
+    second time."""
+    roles = p.add_argument_group(
+        "per-role LLM settings",
+        "ROLE is reader, judge, retrieval-agent or reconciler; unset: the provider's default "
+        "(local: 600 s timeout, concurrency 1, max tokens per role)",
+    )
+    flags = run_flags()
+    p.set_defaults(_flags=tuple(only or flags))
+    for flag, (path, field) in flags.items():
+        if only is not None and flag not in only:
+            continue
+        extra = _extra(field)
+        kind = _plain(field.annotation)
+        target = roles if len(path) == 3 and path[-1] != "model" else p
+        kwargs: dict[str, Any] = {
+            "dest": "__".join(path),
+            "default": None,
+            "help": _help(path, field),
+        }
+        if kind is bool:
+            kwargs["action"] = "store_true"
+        else:
+            if get_origin(kind) is Literal:
+                kwargs["choices"] = list(get_args(kind))
+            elif "choices" in extra:
+                kwargs["choices"] = extra["choices"]
+            elif kind in (int, float):
+                kwargs["type"] = kind
+            if "metavar" in extra:
+                kwargs["metavar"] = extra["metavar"]
+        target.add_argument(flag, **kwargs)
+    if only is not None:
+        return
+    p.add_argument(
+        f"--{VERBOSE}",
+        action="store_true",
+        default=None,
+        help="also print Dagster's own log lines (by default: one line per stage)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="YAML/JSON file of the same options: flag names (top-k or top_k) or sections "
+        "(retrieval: {top_k: 5})",
+    )
+
+
+def _set(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        tree = tree.setdefault(part, {})
+    tree[path[-1]] = value
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    import yaml  # installed with dagster
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise UsageError(f"--config {path}: not valid YAML/JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--config {path}: expected a mapping of option names to values")
+    return data
+
+
+def config_tree(data: dict[str, Any], path: Path) -> tuple[dict[str, Any], bool]:
+    """A config file's mapping as RunConfig's nested shape (and its `verbose`)."""
+    flags = {flag.removeprefix("--").replace("-", "_"): p for flag, (p, _) in run_flags().items()}
+    tree: dict[str, Any] = {}
+    verbose = False
+    for raw_key, value in data.items():
+        key = str(raw_key).replace("-", "_")
+        if key in SECTIONS and isinstance(value, dict):
+            for name, inner in value.items():
+                _set(tree, (key, str(name)), inner)
+        elif key in flags:
+            _set(tree, flags[key], value)
+        elif key == VERBOSE:
+            verbose = bool(value)
+        else:
+            valid = ", ".join(sorted({*(k.replace("_", "-") for k in flags), VERBOSE, *SECTIONS}))
+            raise UsageError(f"--config {path}: unknown key {raw_key!r}; valid keys: {valid}")
+    return tree, verbose
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = (
+            _merge(out[key], value)
+            if isinstance(value, dict) and isinstance(out.get(key), dict)
+            else value
+        )
+    return out
+
+
+def run_config_from_args(args: argparse.Namespace) -> tuple[RunConfig, bool]:
+    """--config FILE first, then the flags given on the command line, which win."""
+    tree: dict[str, Any] = {}
+    verbose = False
+    if getattr(args, "config", None):
+        tree, verbose = config_tree(load_config_file(Path(args.config)), Path(args.config))
+    given: dict[str, Any] = {}
+    flags = run_flags()
+    for flag in args._flags:
+        path = flags[flag][0]
+        value = getattr(args, "__".join(path))
+        if value is not None:
+            _set(given, path, value)
+    try:
+        run = RunConfig.model_validate(_merge(tree, given))
+    except ValidationError as exc:
+        raise UsageError(option_error(exc)) from None
+    return run, bool(getattr(args, VERBOSE, False)) or verbose
+
+
+def option_error(exc: ValidationError) -> str:
+    """A validation error as one line naming the option (its flag when it has one)."""
+    first = exc.errors(include_url=False)[0]
+    loc = tuple(str(p) for p in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    flag = next((f for f, (p, _) in run_flags().items() if p == loc), None)
+    return f"option {flag or '.'.join(loc)}: {message}"
+
+
+# --- launching and reporting ---------------------------------------------------------------
+
+
+def _fmt(value: float | None) -> str:
+    return "unscored" if value is None else f"{100 * value:.1f}%"
+
+
+def print_summary(run_dir: Path) -> None:
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    for tier, s in summary["tiers"].items():
+        c, cov = s["counts"], s["coverage"]
+        # Tier-2 evidence is never a user turn: only the all-evidence variant applies there.
+        variant = "upstream" if tier == "1" else "all"
+        recall = s["retrieval"]["turn"][variant]["recall_any@5"]["mean"]
+        tokens = s["efficiency"]["median_payload_tokens_covered"]
+        tokens_text = "n/a" if tokens is None else f"{tokens:g}"
+        print(
+            f"tier {tier}: {c['questions']} questions, coverage "
+            f"{_fmt(cov['rate'] if cov else None)} "
+            f"({c['covered']} covered, {c['not_covered']} not, {c['unscored']} unscored), "
+            f"turn recall_any@5 ({variant}) {_fmt(recall)}, "
+            f"median payload tokens (covered) {tokens_text}, "
+            f"abstention {s['abstention']['questions']} apart"
+        )
+
+
+def launch(run: RunConfig, *, verbose: bool) -> Any:
+    """`eval_chain` on the local instance, in this process: the job the UI and the schedule
+    launch, with this configuration."""
+    from eval_pipeline.dagster_home import local_instance
+    from eval_pipeline.definitions import defs
+
+    instance = local_instance()
+    job = defs.resolve_job_def("eval_chain")
+    quiet = {"console": {"config": {"log_level": "INFO" if verbose else "CRITICAL"}}}
+    return job.execute_in_process(
+        run_config={
+            "resources": run.resources_config(),
+            "loggers": quiet,
+        },
+        instance=instance,
+        raise_on_error=False,
+        tags={"eval_pipeline/trigger": "cli"},
+    )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from eval_pipeline.llm import ensure_no_confident_upload
+    from eval_pipeline.llm.local_server import owned_servers
+    from eval_pipeline.ops.chain import outcome_of
+    from eval_pipeline.preflight import preflight
+
+    run, verbose = run_config_from_args(args)
+    # Refuse before anything runs, whatever the judge: deepeval would upload results.
+    ensure_no_confident_upload()
+    # Every option checked before any run is launched, so before the graph is wiped.
+    preflight(run)
+    # A local model server this run starts is stopped at its end (one already running, e.g.
+    # from `eval-pipeline llm` or another run, is reused and left running).
+    with owned_servers():
+        result = launch(run, verbose=verbose)
+    outcome = outcome_of(result)
+    if outcome is None:
+        print(
+            f"eval-pipeline: error: the chain run {result.run_id} ended without an outcome",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    return report(outcome)
+
+
+def report(outcome: Any) -> int:
+    """Summary, next steps and bundle paths on stdout (the last line a bundle); errors last on
+    stderr. Returns the exit code: a refusal or a failure wins over an incomplete run."""
+    if outcome.refused:
+        print(f"eval-pipeline: error: {outcome.refused}", file=sys.stderr)
+        return EXIT_REFUSED
+    if outcome.error:
+        print(f"eval-pipeline: error: {outcome.error}", file=sys.stderr)
+        return EXIT_FAILED
+    run_dirs = [Path(r.run_dir) for r in outcome.repeats if r.run_dir]
+    if run_dirs:
+        print_summary(run_dirs[0])
+        if (run_dirs[0] / "report.html").is_file():
+            print(f"report: {run_dirs[0] / 'report.html'}")
+        print_next_steps(run_dirs)
+    if len(run_dirs) > 1:
+        print(
+            f"{len(run_dirs)} repeats (salt {outcome.salt}); calibrate with: eval-pipeline "
+            "calibrate " + " ".join(str(d) for d in run_dirs)
+        )
+    for d in run_dirs:
+        print(d)
+    code = EXIT_OK
+    for repeat in outcome.repeats:
+        if repeat.failed is not None:
+            print(
+                f"eval-pipeline: error: stage {repeat.failed.name} failed: {repeat.failed.error}",
+                file=sys.stderr,
+            )
+            code = EXIT_FAILED
+        elif repeat.incomplete:
+            _print_incomplete(Path(repeat.run_dir) if repeat.run_dir else None)
+            code = code if code == EXIT_FAILED else EXIT_INCOMPLETE
+    if not run_dirs and code == EXIT_OK:
+        print("eval-pipeline: error: the chain wrote no run bundle", file=sys.stderr)
+        code = EXIT_FAILED
+    return code
+
+
+def _print_incomplete(run_dir: Path | None) -> None:
+    info = {}
+    if run_dir is not None:
+        info = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["incomplete"]
+    causes = ", ".join(f"{k} {v}" for k, v in (info.get("by_cause") or {}).items())
+    print(
+        f"eval-pipeline: run incomplete: {info.get('questions', 0)} question(s) unscored by "
+        f"infrastructure failures ({causes}); they are not counted as misses. Bundle: "
+        f"{run_dir}",
+        file=sys.stderr,
+    )
+
+
+def print_next_steps(run_dirs: list[Path]) -> None:
+    from eval_pipeline.dagster_home import ensure_dagster_home
+
+    run = run_dirs[-1]
+    home = ensure_dagster_home()
+    print("next:")
+    print(f"  compare with a baseline:  eval-pipeline compare BASELINE_RUN {run}")
+    if len(run_dirs) == 1:
+        print("  measure the noise floor:  eval-pipeline run --repeat 3 (same options)")
+    print(
+        f"  browse it in the UI:      DAGSTER_HOME={home} dagster dev -m eval_pipeline.definitions"
+    )
