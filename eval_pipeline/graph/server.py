@@ -30,17 +30,11 @@ Reads that could harm the server (issue 13) are bounded by the server itself:
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
 import logging
 import os
 import re
 import secrets
-import signal
-import subprocess
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,6 +42,7 @@ from typing import Any
 import neo4j
 from pydantic import BaseModel
 
+from eval_pipeline import processes
 from eval_pipeline.graph.arcadedb_http import ArcadeHttp
 from eval_pipeline.graph.errors import GraphServerError
 from eval_pipeline.ports import free_port, port_is_free
@@ -73,9 +68,7 @@ COMMAND_TIMEOUT_S = 300.0
 # Jars of the wheel the server must not load: modules the pipeline never uses that add an
 # endpoint or a query language (MCP registers /api/v1/mcp by itself once on the classpath).
 UNUSED_JARS = ("arcadedb-mcp-", "arcadedb-postgresw-", "arcadedb-redisw-", "arcadedb-graphql-")
-
-# Popen handles of servers started by this process, so a dead child is reaped, not a zombie.
-_children: dict[int, subprocess.Popen[bytes]] = {}
+NAME = "embedded ArcadeDB"  # what errors call it
 
 
 class ServerInfo(BaseModel):
@@ -131,24 +124,16 @@ def credentials(data_dir: Path) -> Credentials:
 
 
 def read_info(data_dir: Path) -> ServerInfo | None:
-    path = data_dir / SERVER_FILE
+    record = processes.read_record(data_dir / SERVER_FILE)
     try:
-        return ServerInfo.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return ServerInfo.model_validate(record) if record is not None else None
+    except ValueError:
         return None
 
 
 def is_alive(info: ServerInfo) -> bool:
     """True when `info.pid` is our server for this directory (not a recycled pid)."""
-    child = _children.get(info.pid)
-    if child is not None and child.poll() is not None:
-        _children.pop(info.pid, None)
-        return False
-    try:
-        cmdline = Path(f"/proc/{info.pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    args = [a.decode(errors="replace") for a in cmdline]
+    args = processes.command_line(info.pid) or []
     return MAIN_CLASS in args and f"-Darcadedb.server.rootPath={info.data_dir}" in args
 
 
@@ -169,7 +154,7 @@ def ensure_running(
     """
     root = resolve_data_dir(data_dir)
     creds = credentials(root)
-    with _locked(root):
+    with processes.locked(root / LOCK_FILE):
         info = read_info(root)
         if info is not None and is_alive(info):
             _wait_ready(info, creds, None, timeout_s)
@@ -189,19 +174,17 @@ def ensure_running(
 
 
 def stop(data_dir: str | Path | None = None, *, timeout_s: float = STOP_TIMEOUT_S) -> bool:
-    """Stop this directory's server: SIGTERM, then SIGKILL after `timeout_s`. False if none ran."""
+    """Stop this directory's server (its process group): SIGTERM, then SIGKILL after `timeout_s`.
+    False if none ran."""
     root = resolve_data_dir(data_dir)
-    with _locked(root):
+    with processes.locked(root / LOCK_FILE):
         info = read_info(root)
         if info is None:
             return False
         stopped = False
         if is_alive(info):
-            _signal(info.pid, signal.SIGTERM)
-            if not _wait_exit(info, timeout_s):
-                _signal(info.pid, signal.SIGKILL)
-                if not _wait_exit(info, 10.0):
-                    raise GraphServerError(f"embedded ArcadeDB (pid {info.pid}) did not stop")
+            if not processes.stop_group(info.pid, grace_s=timeout_s):
+                raise GraphServerError(f"{NAME} (pid {info.pid}) did not stop")
             stopped = True
         # The file stays: the next start reuses its ports, so the URI users saw stays valid.
         return stopped
@@ -213,8 +196,7 @@ def kill(data_dir: str | Path | None = None) -> bool:
     info = read_info(root)
     if info is None or not is_alive(info):
         return False
-    _signal(info.pid, signal.SIGKILL)
-    _wait_exit(info, 10.0)
+    processes.kill_group(info.pid)
     return True
 
 
@@ -267,17 +249,6 @@ def effective_settings(http: ArcadeHttp, database: str) -> dict[str, Any]:
 
 
 # --- internals ------------------------------------------------------------------------------
-
-
-@contextmanager
-def _locked(root: Path) -> Iterator[None]:
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / LOCK_FILE, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _package_dir() -> Path:
@@ -386,20 +357,9 @@ def _start(
         http_port=http_port,
         command_timeout_s=command_timeout_s,
     )
-    log_path = root / CONSOLE_LOG
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=root,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # not in our process group: a ^C to us does not kill it
-        )
-    _children[proc.pid] = proc
+    child = processes.start(NAME, cmd, log_path=root / CONSOLE_LOG, cwd=root)
     info = ServerInfo(
-        pid=proc.pid,
+        pid=child.pid,
         bolt_port=bolt_port,
         http_port=http_port,
         data_dir=str(root),
@@ -408,53 +368,50 @@ def _start(
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         command_timeout_s=command_timeout_s,
     )
-    tmp = root / (SERVER_FILE + ".tmp")
-    tmp.write_text(info.model_dump_json(indent=2), encoding="utf-8")
-    tmp.replace(root / SERVER_FILE)
+    # Written before the wait: a caller that finds it while the server loads waits for it.
+    processes.write_record(root / SERVER_FILE, info.model_dump(mode="json"))
     try:
-        _wait_ready(info, creds, proc, timeout_s)
+        _wait_ready(info, creds, child, timeout_s)
     except BaseException:
-        _signal(proc.pid, signal.SIGKILL)
-        proc.wait()
-        (root / SERVER_FILE).unlink(missing_ok=True)
+        (root / SERVER_FILE).unlink(missing_ok=True)  # the wait killed the server
         raise
     return info
 
 
 def _wait_ready(
-    info: ServerInfo, creds: Credentials, proc: subprocess.Popen[bytes] | None, timeout_s: float
+    info: ServerInfo,
+    creds: Credentials,
+    child: processes.ChildServer | None,
+    timeout_s: float,
 ) -> None:
-    deadline = time.monotonic() + timeout_s
-    last_error = "no answer yet"
+    """Until Bolt answers: the server `child` this process just started, else the running one
+    `info` names (a server started by another process, maybe still loading)."""
     driver = neo4j.GraphDatabase.driver(
         info.bolt_uri, auth=(creds.user, creds.password), connection_timeout=2.0
     )
+
+    def answers_bolt() -> bool:
+        try:
+            with driver.session(database=info.database) as session:
+                session.run("RETURN 1 AS ok").consume()
+        except neo4j.exceptions.AuthError as exc:
+            raise GraphServerError(
+                f"{NAME} at {info.bolt_uri} refused the credentials in "
+                f"{Path(info.data_dir) / PASSWORD_FILE} ({exc.message})"
+            ) from None
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError) as exc:
+            raise processes.NotReady(f"{info.bolt_uri}: {type(exc).__name__}: {exc}") from None
+        return True
+
     try:
-        while True:
-            if proc is not None and proc.poll() is not None:
-                raise GraphServerError(
-                    f"embedded ArcadeDB exited with code {proc.returncode} while starting; "
-                    f"see {Path(info.data_dir) / CONSOLE_LOG}: {_log_tail(info)}"
-                )
-            if proc is None and not is_alive(info):
-                raise GraphServerError(f"embedded ArcadeDB (pid {info.pid}) is gone")
-            try:
-                with driver.session(database=info.database) as session:
-                    session.run("RETURN 1 AS ok").consume()
-                return
-            except neo4j.exceptions.AuthError as exc:
-                raise GraphServerError(
-                    f"embedded ArcadeDB at {info.bolt_uri} refused the credentials in "
-                    f"{Path(info.data_dir) / PASSWORD_FILE} ({exc.message})"
-                ) from None
-            except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError) as exc:
-                last_error = f"{type(exc).__name__}: {exc}"
-            if time.monotonic() > deadline:
-                raise GraphServerError(
-                    f"embedded ArcadeDB (pid {info.pid}) did not answer on {info.bolt_uri} "
-                    f"within {timeout_s:.0f} s ({last_error[:200]})"
-                )
-            time.sleep(0.25)
+        if child is not None:
+            child.wait_ready(answers_bolt, timeout_s=timeout_s)
+        else:
+            processes.wait_ready(
+                NAME, info.pid, answers_bolt, timeout_s=timeout_s, alive=lambda: is_alive(info)
+            )
+    except processes.ProcessError as exc:
+        raise GraphServerError(str(exc)) from None
     finally:
         driver.close()
 
@@ -485,11 +442,8 @@ def _has_property(args: list[str], key: str) -> bool:
 def _warn_if_outdated(info: ServerInfo) -> None:
     # A server started by an older version of this module runs without today's limits until
     # it is restarted; say so rather than reuse it silently.
-    try:
-        raw = Path(f"/proc/{info.pid}/cmdline").read_bytes()
-    except OSError:
-        return
-    missing = outdated_settings([a.decode(errors="replace") for a in raw.split(b"\0")])
+    args = processes.command_line(info.pid)
+    missing = outdated_settings(args) if args is not None else []
     if missing:
         log.warning(
             "embedded ArcadeDB (pid %s, %s) was started without %s; `eval-pipeline graph "
@@ -498,33 +452,3 @@ def _warn_if_outdated(info: ServerInfo) -> None:
             info.data_dir,
             "; ".join(missing),
         )
-
-
-def _log_tail(info: ServerInfo, lines: int = 3) -> str:
-    try:
-        text = (Path(info.data_dir) / CONSOLE_LOG).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return "(no log)"
-    tail = [ln.strip() for ln in text.strip().splitlines()[-lines:]]
-    return " | ".join(tail)[:500]
-
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _wait_exit(info: ServerInfo, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    child = _children.get(info.pid)
-    while time.monotonic() < deadline:
-        if child is not None:
-            if child.poll() is not None:
-                _children.pop(info.pid, None)
-                return True
-        elif not is_alive(info):
-            return True
-        time.sleep(0.1)
-    return False

@@ -21,13 +21,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
-import json
 import os
 import secrets
-import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -38,10 +33,11 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 
+from eval_pipeline import processes
 from eval_pipeline.llm.credentials import redact, register_secret
 from eval_pipeline.llm.errors import LLMConfigError, LLMError
 from eval_pipeline.llm.local_models import LocalModel
-from eval_pipeline.processes import signal_reaches
+from eval_pipeline.ports import free_port
 
 SERVER_PACKAGE = "llama-cpp-python"
 # Settings that decide answers are pins (and part of the cache key); threads do not.
@@ -130,45 +126,33 @@ def identity_of(model: LocalModel) -> str:
 
 def pid_alive(pid: int) -> bool:
     """Our server is alive under this pid (a reused pid running something else is not)."""
-    if not signal_reaches(pid):
+    if not processes.running(pid):
         return False
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True  # no /proc: trust the signal
-    if b"" == cmdline:  # a zombie
-        return False
-    return _MODULE.encode() in cmdline
+    args = processes.command_line(pid)
+    return args is None or _MODULE in args  # no /proc: trust the signal
 
 
 def _read(path: Path) -> ServerRecord | None:
+    data = processes.read_record(path)
     try:
-        record = ServerRecord(**json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
+        record = ServerRecord(**data) if data is not None else None
+    except TypeError:
         return None
-    register_secret(record.key)
+    if record is not None:
+        register_secret(record.key)
     return record
 
 
 def _write(record: ServerRecord) -> None:
-    path = servers_dir() / f"{record.identity}.json"
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(asdict(record), f)
-    os.replace(tmp, path)
+    processes.write_record(servers_dir() / f"{record.identity}.json", asdict(record))
 
 
 @contextlib.contextmanager
 def _locked(identity: str) -> Iterator[None]:
     directory = servers_dir()
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with open(directory / f"{identity}.lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # records hold keys: ours alone
+    with processes.locked(directory / f"{identity}.lock"):
+        yield
 
 
 def records() -> list[ServerRecord]:
@@ -190,12 +174,6 @@ def healthy(record: ServerRecord, timeout_s: float = 2.0) -> bool:
         return False
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def ensure_running(model: LocalModel) -> ServerRecord:
     """The running server for these weights, started (and waited for) if there is none."""
     identity = identity_of(model)
@@ -205,15 +183,6 @@ def ensure_running(model: LocalModel) -> ServerRecord:
         if record is not None and pid_alive(record.pid):
             return record
         return _start(model, identity)
-
-
-def _log_tail(path: Path, lines: int = 8) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    kept = [line[:300] for line in text.splitlines() if line.strip()][-lines:]
-    return redact(" | ".join(kept))
 
 
 def server_threads() -> int:
@@ -232,7 +201,7 @@ def _start(model: LocalModel, identity: str) -> ServerRecord:
     version = check_installed()
     key = secrets.token_urlsafe(24)
     register_secret(key)
-    port = _free_port()
+    port = free_port()
     log = servers_dir() / f"{identity}.log"
     idle = os.environ.get("EVAL_LOCAL_IDLE_S", str(DEFAULT_IDLE_S))
     command = [
@@ -253,19 +222,17 @@ def _start(model: LocalModel, identity: str) -> ServerRecord:
         "--activity-file",
         str(activity_file(log)),
     ]
-    env = {**os.environ, _KEY_ENV: key}
-    with open(log, "ab") as out:
-        process = subprocess.Popen(  # noqa: S603
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,  # not killed with the step that started it; own group
-        )
+    # Its own group: not killed with the step that started it. The key only in its env.
+    child = processes.start(
+        f"the local model server for {model.name}",
+        command,
+        log_path=log,
+        env={**os.environ, _KEY_ENV: key},
+        tail_lines=8,
+    )
     record = ServerRecord(
         identity=identity,
-        pid=process.pid,
+        pid=child.pid,
         port=port,
         model_path=str(model.path),
         sha256=model.sha256,
@@ -276,20 +243,14 @@ def _start(model: LocalModel, identity: str) -> ServerRecord:
         log=str(log),
         key=key,
     )
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        code = process.poll()
-        if code is not None:
-            raise LocalServerError(
-                f"the local model server exited with code {code} while starting "
-                f"({model.name}); log {log}: {_log_tail(log)}"
-            )
-        if healthy(record, timeout_s=1.0):
-            _write(record)
-            return record
-        time.sleep(0.2)
-    _terminate(process.pid)
-    raise LocalServerError(f"the local model server did not answer in {START_TIMEOUT_S:.0f} s")
+    try:
+        child.wait_ready(
+            lambda: healthy(record, timeout_s=1.0), timeout_s=START_TIMEOUT_S, poll_s=0.2
+        )
+    except processes.ProcessError as exc:
+        raise LocalServerError(redact(str(exc))) from None
+    _write(record)
+    return record
 
 
 def activity_file(log: Path | str) -> Path:
@@ -309,27 +270,10 @@ def activity(record: ServerRecord) -> tuple[int, float]:
     return in_flight, max(0.0, time.time() - last)
 
 
-def _terminate(pid: int, grace_s: float = 10.0) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        try:
-            finished, _ = os.waitpid(pid, os.WNOHANG)
-            if finished == pid:
-                return
-        except ChildProcessError:
-            if not pid_alive(pid):
-                return
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
 def stop(record: ServerRecord) -> None:
     with _locked(record.identity):
         if pid_alive(record.pid):
-            _terminate(record.pid)
+            processes.stop_group(record.pid, grace_s=10.0)
         with contextlib.suppress(FileNotFoundError):
             (servers_dir() / f"{record.identity}.json").unlink()
 

@@ -4,17 +4,12 @@ The browser is Debian's `chromium` (`/usr/bin/chromium`), given to Playwright as
 `executable_path`: Playwright's own browser builds are never downloaded (`playwright install`
 is never run, and nothing here needs it). Playwright starts Chromium in a process group of its
 own and kills that group on close, so no renderer outlives the check.
-
-`kill_group` (stop a process started with `start_new_session=True`, group and all) lives here
-too: the webserver and the daemon of the check are stopped with it.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,35 +45,6 @@ def find_chromium() -> str | None:
     if os.access(CHROMIUM, os.X_OK):
         return CHROMIUM
     return shutil.which("chromium")
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else (pgid reused): not ours to wait on
-        return False
-    return True
-
-
-def kill_group(proc: subprocess.Popen, grace: float) -> None:
-    """Stop the process group started with `start_new_session=True`: SIGTERM, then SIGKILL
-    whatever is left after `grace` seconds. Returns once the whole group is gone, so
-    children (the code server, run workers) cannot outlive the check."""
-    pgid = proc.pid
-    for sig, wait_s in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            pass
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            # Reap the leader: unreaped, it stays in the group as a zombie.
-            if proc.poll() is not None and not _group_alive(pgid):
-                return
-            time.sleep(0.1)
-    proc.wait(timeout=5)
 
 
 def _first_line(exc: BaseException) -> str:
