@@ -28,9 +28,10 @@ from pydantic import BaseModel, ValidationError
 
 from eval_pipeline.corpus.models import FixtureTurn, SessionFixture, turn_id
 from eval_pipeline.graph import schema
+from eval_pipeline.graph.batched_writes import BatchStats
 from eval_pipeline.graph.errors import FixtureError, InjectionMismatchError
 from eval_pipeline.graph.fingerprint import fixtures_fingerprint
-from eval_pipeline.graph.store import BatchStats, GraphStore
+from eval_pipeline.graph.store import GraphStore
 
 
 class GraphCounts(BaseModel):

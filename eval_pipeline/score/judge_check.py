@@ -10,9 +10,9 @@ scoring functions themselves, on the layer scoring builds:
   (`tier2.invariant_judge.invariant_judge`), against that golden's signal events; pinned by
   `invariant_prompt_hash()`, labelled by `invariant_items` (the invariant verdict).
 
-The layer is `ScoringSettings(judge=...).llm_layer()`, the scoring asset's own builder:
-same provider settings, same response cache (`<state dir>`), no sample identity (as in a
-run without repeats), so a check and a run share cached verdicts of identical calls.
+The layer is `judge_layer.judge_layer(judge)`, the builder scoring judges with: same
+provider settings, same response cache (`<state dir>`), no sample identity (as in a run
+without repeats), so a check and a run share cached verdicts of identical calls.
 
 The criteria judge is not checked: its score is a sum of authored criterion weights, and the
 labels are not verdicts of that protocol.
@@ -56,6 +56,7 @@ from eval_pipeline.corpus.judge_labels import (
     load_probes,
 )
 from eval_pipeline.llm import LLMLayer
+from eval_pipeline.llm.role_check import ModelRoleError, check_model_roles
 from eval_pipeline.score.agreement import (
     AgreementResult,
     AgreementStore,
@@ -71,6 +72,7 @@ from eval_pipeline.score.agreement import (
     write_check,
 )
 from eval_pipeline.score.gate import MetricResult
+from eval_pipeline.score.judge_layer import judge_layer
 from eval_pipeline.score.judges import longmemeval_judge, prompt_hash
 from eval_pipeline.settings import state_dir
 from eval_pipeline.tier2.invariant_judge import (
@@ -152,8 +154,6 @@ def check_goldens(labels: LabelSet, goldens: Mapping[str, Any], source: str | Pa
 
 def check_judge_spec(judge: str) -> str:
     """The judge spec, checked as `run --judge` is checked (parses, credentials present)."""
-    from eval_pipeline.preflight import PreflightError, check_model_roles
-
     judge = judge.strip()
     if judge in ("", "offline"):
         raise JudgeCheckError(
@@ -162,7 +162,7 @@ def check_judge_spec(judge: str) -> str:
         )
     try:
         check_model_roles({"--judge": judge})
-    except PreflightError as exc:
+    except ModelRoleError as exc:
         raise JudgeCheckError(str(exc)) from None
     return judge
 
@@ -205,11 +205,9 @@ def _probe_sides(pairs: Sequence[ProbePair]) -> list[tuple[ProbePair, str]]:
 
 
 def scoring_judge_layer(judge: str) -> LLMLayer:
-    """The layer the scoring asset builds for this judge (its own method, not a copy of it:
-    same provider settings, same cache, no sample identity as in a non-repeat run)."""
-    from eval_pipeline.assets.scoring import ScoringSettings
-
-    layer = ScoringSettings(judge=judge).llm_layer()
+    """The layer scoring builds for this judge (`judge_layer`, its own builder, not a copy
+    of it: same provider settings, same cache, no sample identity as in a non-repeat run)."""
+    layer = judge_layer(judge)
     if layer is None:  # pragma: no cover - check_judge_spec refuses offline first
         raise JudgeCheckError("--judge: offline gives no verdict")
     return layer

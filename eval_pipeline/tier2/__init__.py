@@ -1,11 +1,14 @@
 """Tier 2: authored organisational-memory scenarios about a synthetic company, scored apart.
 
 - `schema`: pydantic models of the universe (company + source events) and the scenarios;
-- `load`: reads `corpus/tier2/` YAML, every problem named by file, scenario id and field;
-- `convert`: scenarios → goldens rows and session fixtures in the tier-1 shapes (tier = 2);
+- `load`: reads `corpus/tier2/` YAML, every problem named by file, scenario id and field
+  (`expectations`: ingestion expectations said in the scenario's own signal turns);
+- `convert`: scenarios → goldens rows and session fixtures in the tier-1 shapes (tier = 2),
+  an event's turns by `turns.render_turns`;
 - `metrics`: citation precision / recall against must_cite / must_not_cite, criteria judge;
 - `panels`: per use case, difficulty, source mix and COMBO dimension.
-- `ingestion`: the ingestion axis, read from the graph through the declared searchable texts;
+- `ingestion`: the ingestion axis, read from the graph through the declared searchable texts
+  (`terms`: the matching rule it shares with the corpus check);
 - `pass_criteria`: per-use-case axis weights, thresholds and the scenario / bucket pass rule.
 """
 

@@ -39,6 +39,7 @@ from eval_pipeline.tier2.schema import (
     question_evidence,
     question_must_cite,
 )
+from eval_pipeline.tier2.turns import render_turns
 
 TIER = 2
 QUESTION_ID_PREFIX = "t2-"
@@ -66,16 +67,6 @@ def question_id(scenario: Scenario, index: int) -> str:
     return (
         f"{QUESTION_ID_PREFIX}{scenario.id}-q{index + 1}{ABSTENTION_SUFFIX if q.abstention else ''}"
     )
-
-
-def render_turns(event: Event) -> list[dict[str, Any]]:
-    turns = []
-    for i, m in enumerate(event.messages):
-        content = f"{m.author}: {m.text.strip()}"
-        if i == 0 and event.title:
-            content = f"{event.title.strip()}\n{content}"
-        turns.append({"role": event.source, "content": content, "index": i})
-    return turns
 
 
 def haystack_order(scenario: Scenario, universe: Universe) -> list[str]:

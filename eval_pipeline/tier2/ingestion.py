@@ -24,8 +24,7 @@ texts (reconciler `none`) or the graph holds no memory for the tier-2 sessions.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -33,26 +32,11 @@ from pydantic import BaseModel, ConfigDict
 from eval_pipeline.reconcile.memory_system import SEARCHABLE_KINDS
 from eval_pipeline.reconcile.namespace import TIER2_NAMESPACE
 from eval_pipeline.reconcile.reader import READ_MEMORY, read_states
+from eval_pipeline.tier2.terms import claim_in, term_in
 
 INGESTION_FILE = "ingestion.json"
 INGESTION_VERSION = 1
 _MAX_ROWS = 1_000_000
-
-
-def _normalise(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
-def term_in(term: str, text: str) -> bool:
-    """Case-insensitive, whitespace-normalised, not inside a longer word, number or version
-    ("25" does not match "250" nor "1,250", "v1.12" does not match "v1.12.0")."""
-    needle = re.escape(_normalise(term))
-    pattern = rf"(?<![a-z0-9])(?<![a-z0-9][.,]){needle}(?![a-z0-9])(?![.,][a-z0-9])"
-    return re.search(pattern, _normalise(text)) is not None
-
-
-def claim_in(terms: Sequence[str], text: str) -> bool:
-    return all(term_in(t, text) for t in terms)
 
 
 class MemoryText(BaseModel):

@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from eval_pipeline.settings import REPO_DIR
+from eval_pipeline.tier2.expectations import ingestion_issues
 from eval_pipeline.tier2.schema import (
     DIFFICULTIES,
     USE_CASES,
@@ -171,9 +172,8 @@ def load_scenarios(
             )
             continue
         where[scenario.id] = name
-        issues += [
-            Issue(x.file, owner, x.field, x.message) for x in scenario_issues(scenario, universe)
-        ]
+        found = scenario_issues(scenario, universe) + ingestion_issues(scenario, universe)
+        issues += [Issue(x.file, owner, x.field, x.message) for x in found]
         scenarios.append(scenario)
     if issues:
         raise Tier2SchemaError(issues)

@@ -4,7 +4,8 @@ Two layers of checks, both reported as `Issue(file, scenario, field, message)`:
 - pydantic models check each object's shape and field-local rules (types, patterns, weights
   summing to 100);
 - `scenario_issues` checks what needs the universe or several fields at once (unknown event
-  ids, must_cite inside the signal, COMBO dimensions, question dates after the events...).
+  ids, must_cite inside the signal, COMBO dimensions, question dates after the events...);
+  `expectations.ingestion_issues`, what needs the turns as injected.
 
 Every message names the file, the scenario (or event) id and the field, so an author can fix
 a YAML file without reading this code.
@@ -13,7 +14,6 @@ a YAML file without reading this code.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -482,8 +482,6 @@ def scenario_issues(scenario: Scenario, universe: Universe) -> list[Issue]:
     if "out_of_order" in scenario.adversarial and scenario.arrival is None:
         bad("arrival", "out_of_order needs an arrival order that differs from event time")
 
-    _ingestion_issues(scenario, universe, bad)
-
     # Questions.
     latest = max(universe[e].timestamp for e in haystack)
     for qi, q in enumerate(scenario.questions):
@@ -507,26 +505,3 @@ def scenario_issues(scenario: Scenario, universe: Universe) -> list[Issue]:
                 f"({latest.isoformat()})",
             )
     return out
-
-
-def _ingestion_issues(
-    scenario: Scenario, universe: Universe, bad: Callable[[str, str], None]
-) -> None:
-    """Ingestion expectations must come from the scenario's own signal events: an expected
-    entity or claim is said there (as the turns read), a forbidden one is not."""
-    from eval_pipeline.tier2.convert import render_turns  # convert imports this module
-    from eval_pipeline.tier2.ingestion import claim_in, term_in
-
-    turns = [t["content"] for e in scenario.signal_ids for t in render_turns(universe[e])]
-    for i, name in enumerate(scenario.expected_entities):
-        if not name.strip():
-            bad(f"expected_entities[{i}]", "is empty")
-        elif not any(term_in(name, t) for t in turns):
-            bad(f"expected_entities[{i}]", f"{name!r} is in no turn of the signal events")
-    for i, c in enumerate(scenario.expected_claims):
-        if not any(claim_in(c.terms, t) for t in turns):
-            bad(f"expected_claims[{i}]", f"terms {c.terms} are in no one turn of the signal")
-    for i, c in enumerate(scenario.forbidden_claims):
-        held = [t.split("\n")[0][:60] for t in turns if claim_in(c.terms, t)]
-        if held:
-            bad(f"forbidden_claims[{i}]", f"terms {c.terms} are what the signal says: {held[0]!r}")

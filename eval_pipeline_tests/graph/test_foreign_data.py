@@ -16,7 +16,6 @@ import neo4j
 import pytest
 
 from eval_pipeline.graph import server
-from eval_pipeline.graph import store as store_module
 from eval_pipeline.graph.arcadedb_http import ArcadeHttp
 from eval_pipeline.graph.errors import ForeignDataError
 from eval_pipeline.graph.inject import inject_fixtures
@@ -352,8 +351,7 @@ def test_a_write_phase_cut_short_is_not_taken_for_someone_else(
     inject_fixtures(crashed, fixtures_file)
     crashed.write("CREATE (:Entity {key: 'x'})")
     # The process dies: no checkpoint. (Forget it as this process's open phase, too.)
-    store_module._OPEN_HERE.discard(crashed._writer or "")
-    crashed._writer = None
+    crashed._ownership.forget_phase()
     after = open_store(db)
     after.wipe()  # the listed, never-closed phase was ours: it goes ahead, and says why
     assert after.wipe_note is not None and "taken for ours" in after.wipe_note

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from eval_pipeline.graph import schema
 from eval_pipeline.graph.dialects.base import (
@@ -42,10 +42,8 @@ from eval_pipeline.graph.dialects.base import (
     quote_name,
     sorted_rows,
 )
+from eval_pipeline.graph.dialects.store_protocol import DialectStore
 from eval_pipeline.graph.errors import GraphError, GraphQueryError
-
-if TYPE_CHECKING:
-    from eval_pipeline.graph.store import GraphStore
 
 _TYPE_DROP_ORDER = {"edge": 0, "vertex": 1, "document": 2}
 
@@ -179,7 +177,7 @@ class ArcadeDBDialect(Dialect):
     name = "arcadedb"
     fulltext_index_name = fulltext_index_name(*schema.FULLTEXT_PROPERTY)
 
-    def wipe(self, store: GraphStore) -> None:
+    def wipe(self, store: DialectStore) -> None:
         http = store.http()
         if http is None:
             delete_all_batched(store)
@@ -190,7 +188,7 @@ class ArcadeDBDialect(Dialect):
         for stmt in drop_type_sql(types):
             _retry_while_busy(lambda stmt=stmt: http.sql(store.database, stmt))
 
-    def inventory(self, store: GraphStore) -> Inventory:
+    def inventory(self, store: DialectStore) -> Inventory:
         http = store.http()
         if http is not None:
             return inventory_from_types(http.sql(store.database, INVENTORY_SQL))
@@ -222,7 +220,7 @@ class ArcadeDBDialect(Dialect):
     def text_index_name(self, label: str, prop: str) -> str:
         return fulltext_index_name(label, prop)
 
-    def create_text_index(self, store: GraphStore, label: str, prop: str) -> None:
+    def create_text_index(self, store: DialectStore, label: str, prop: str) -> None:
         http = store.http()
         if http is None:
             raise GraphError(
@@ -232,14 +230,14 @@ class ArcadeDBDialect(Dialect):
         for stmt in create_fulltext_sql(label, prop):
             http.sql(store.database, stmt)
 
-    def drop_text_index(self, store: GraphStore, label: str, prop: str) -> None:
+    def drop_text_index(self, store: DialectStore, label: str, prop: str) -> None:
         http = store.http()
         if http is None:
             return  # nothing can have been created without it either
         stmt = drop_fulltext_sql(label, prop)
         _retry_while_busy(lambda: http.sql(store.database, stmt))
 
-    def text_indexes(self, store: GraphStore) -> list[TextIndex]:
+    def text_indexes(self, store: DialectStore) -> list[TextIndex]:
         return text_indexes_from_rows(store.read(LIST_INDEXES, timeout_s=60, max_rows=10_000))
 
     def fulltext_call(self) -> str:
@@ -262,7 +260,7 @@ class ArcadeDBDialect(Dialect):
 
     # --- reads by agents ------------------------------------------------------------------
 
-    def cancel_query(self, store: GraphStore, query: str, submitted: float) -> list[str]:
+    def cancel_query(self, store: DialectStore, query: str, submitted: float) -> list[str]:
         """Terminate the Bolt statements with `query`'s text on the store's database that
         started after `submitted` (`list queries`, then `terminate query`, over HTTP): an
         identical statement of another reader started since is stopped too (it would time
@@ -284,7 +282,7 @@ class ArcadeDBDialect(Dialect):
             stopped.append(f"{running['id']} {status}")
         return stopped
 
-    def schema_state(self, store: GraphStore) -> dict[str, Any]:
+    def schema_state(self, store: DialectStore) -> dict[str, Any]:
         """With an HTTP API, every type (vertex, edge, document) with its properties (their
         constraints included) and indexes, from SQL; without one, what Cypher lists: vertex
         and edge types, indexes and constraints, but no document type. Record counts of
@@ -312,15 +310,15 @@ class ArcadeDBDialect(Dialect):
             "constraints": listing(run, "SHOW CONSTRAINTS"),
         }
 
-    def labels(self, store: GraphStore) -> list[str]:
+    def labels(self, store: DialectStore) -> list[str]:
         # The schema's vertex types: cheap, and a superset (empty types included).
         return sorted(r["label"] for r in store.read("CALL db.labels() YIELD label RETURN label"))
 
-    def relationship_types(self, store: GraphStore) -> list[str]:
+    def relationship_types(self, store: DialectStore) -> list[str]:
         rows = store.read("CALL db.relationshipTypes() YIELD relationshipType RETURN *")
         return sorted(r["relationshipType"] for r in rows)
 
-    def counts(self, store: GraphStore) -> dict[str, Any]:
+    def counts(self, store: DialectStore) -> dict[str, Any]:
         # One SQL call answers every type's record count from the buckets (~0.1 s for the
         # full corpus, against ~3 s for a Cypher count per relationship type).
         http = store.http()
@@ -335,7 +333,7 @@ class ArcadeDBDialect(Dialect):
             {k: v for k, v in types.items() if v},
         )
 
-    def server_version(self, store: GraphStore) -> str:
+    def server_version(self, store: DialectStore) -> str:
         agent = store.driver_agent()
         match = re.search(r"ArcadeDB ([\w.\-]+)", agent)
         return f"ArcadeDB {match.group(1)}" if match else agent

@@ -1,10 +1,11 @@
 """What every dialect provides, with portable defaults; a backend module overrides the rest.
 
 Everything here is plain Cypher both servers run. A dialect receives the store to run its
-statements (`store.write`, `store.read`, `store.autocommit`); what it learns about the server
-it talks to (Memgraph: the version and storage mode, read once by `on_connect`) it keeps, so a
-store holds one dialect instance per server (`GraphStore.dialect`). Every difference between
-the backends is a method here, listed in `eval_pipeline.graph.dialects.DIFFERENCES`.
+statements (`store.write`, `store.read`, `store.autocommit`: the `DialectStore` protocol of
+`store_protocol.py`); what it learns about the server it talks to (Memgraph: the version and
+storage mode, read once by `on_connect`) it keeps, so a store holds one dialect instance per
+server (`GraphStore.dialect`). Every difference between the backends is a method here, listed
+in `eval_pipeline.graph.dialects.DIFFERENCES`.
 """
 
 from __future__ import annotations
@@ -12,20 +13,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import neo4j.exceptions as nx
 from pydantic import BaseModel, Field
 
 from eval_pipeline.graph import schema
+from eval_pipeline.graph.dialects.store_protocol import DialectStore
 from eval_pipeline.graph.errors import (
     GraphError,
     GraphQueryError,
     GraphUnavailableError,
 )
-
-if TYPE_CHECKING:
-    from eval_pipeline.graph.store import GraphStore
 
 DELETE_BATCH = 10_000
 # Labels (ArcadeDB: types) the wipe never removes: the lease (which chain holds the instance)
@@ -207,25 +206,25 @@ class Dialect:
     def session_database(self, database: str | None) -> str | None:
         return database or None
 
-    def on_connect(self, store: GraphStore) -> None:
+    def on_connect(self, store: DialectStore) -> None:
         """Learn what this server is (once per server) and refuse one the pipeline cannot
         use; called by `GraphStore.ensure_running` after the first answer."""
 
-    def require_transactions(self, store: GraphStore, purpose: str) -> None:
+    def require_transactions(self, store: DialectStore, purpose: str) -> None:
         """Raise GraphError when the server would not run `purpose`'s explicit write
         transactions atomically."""
 
     # --- wipe and indexes ---------------------------------------------------------------
 
-    def wipe(self, store: GraphStore) -> None:
+    def wipe(self, store: DialectStore) -> None:
         delete_all_batched(store)
         for stmt in self.drop_index_statements(store):
             store.autocommit(stmt)
 
-    def drop_index_statements(self, store: GraphStore) -> list[str]:
+    def drop_index_statements(self, store: DialectStore) -> list[str]:
         return []
 
-    def inventory(self, store: GraphStore) -> Inventory:
+    def inventory(self, store: DialectStore) -> Inventory:
         """What the instance holds (every label, our own included). Portable Cypher sees
         nodes and relationships only, so the answer is marked incomplete."""
         nodes = store.read("MATCH (n) RETURN count(n) AS n", timeout_s=600)[0]["n"]
@@ -245,7 +244,7 @@ class Dialect:
         raise NotImplementedError
 
     def create_indexes(
-        self, store: GraphStore, pairs: Iterable[tuple[str, str]] = schema.PROPERTY_INDEXES
+        self, store: DialectStore, pairs: Iterable[tuple[str, str]] = schema.PROPERTY_INDEXES
     ) -> None:
         for stmt in self.create_index_statements(pairs):
             store.autocommit(stmt)
@@ -265,19 +264,19 @@ class Dialect:
         """The name the pipeline gives (or the server gives) its index over label.prop."""
         raise NotImplementedError
 
-    def create_text_index(self, store: GraphStore, label: str, prop: str) -> None:
+    def create_text_index(self, store: DialectStore, label: str, prop: str) -> None:
         """Create the full-text index over label.prop; one that exists already is fine."""
         raise NotImplementedError
 
-    def drop_text_index(self, store: GraphStore, label: str, prop: str) -> None:
+    def drop_text_index(self, store: DialectStore, label: str, prop: str) -> None:
         """Drop the pipeline's full-text index over label.prop; a missing one is fine."""
         raise NotImplementedError
 
-    def text_indexes(self, store: GraphStore) -> list[TextIndex]:
+    def text_indexes(self, store: DialectStore) -> list[TextIndex]:
         """Every full-text index the server lists."""
         raise NotImplementedError
 
-    def create_fulltext_index(self, store: GraphStore) -> None:
+    def create_fulltext_index(self, store: DialectStore) -> None:
         """The full-text index over turn text (injection)."""
         self.create_text_index(store, *schema.FULLTEXT_PROPERTY)
 
@@ -322,12 +321,12 @@ class Dialect:
         (Memgraph: a per-query memory limit); as is where there are none."""
         return query
 
-    def cancel_query(self, store: GraphStore, query: str, submitted: float) -> list[str]:
+    def cancel_query(self, store: DialectStore, query: str, submitted: float) -> list[str]:
         """Stop `query` (sent at wall-clock `submitted`) on the server after our timeout;
         the ids of what was stopped. Best effort: [] when the server offers no way."""
         return []
 
-    def schema_state(self, store: GraphStore) -> Any:
+    def schema_state(self, store: DialectStore) -> Any:
         """A JSON-able description of the schema (types, indexes, constraints, triggers)
         leaving out what a read changes; hashed by `retrieve.graph_state`. None: content
         only."""
@@ -335,15 +334,15 @@ class Dialect:
 
     # --- introspection ------------------------------------------------------------------
 
-    def labels(self, store: GraphStore) -> list[str]:
+    def labels(self, store: DialectStore) -> list[str]:
         rows = store.read("MATCH (n) UNWIND labels(n) AS l RETURN DISTINCT l", timeout_s=600)
         return sorted(r["l"] for r in rows)
 
-    def relationship_types(self, store: GraphStore) -> list[str]:
+    def relationship_types(self, store: DialectStore) -> list[str]:
         rows = store.read("MATCH ()-[r]->() RETURN DISTINCT type(r) AS t", timeout_s=600)
         return sorted(r["t"] for r in rows)
 
-    def property_keys(self, store: GraphStore) -> dict[str, list[str]]:
+    def property_keys(self, store: DialectStore) -> dict[str, list[str]]:
         """Every property key in use, on nodes and on relationships (a full scan)."""
         nodes = store.read(
             "MATCH (n) WITH DISTINCT keys(n) AS ks UNWIND ks AS k RETURN DISTINCT k",
@@ -358,7 +357,7 @@ class Dialect:
             "relationships": sorted(r["k"] for r in rels),
         }
 
-    def counts(self, store: GraphStore) -> dict[str, Any]:
+    def counts(self, store: DialectStore) -> dict[str, Any]:
         """Totals, by label and by relationship type: one count query per label and type
         rather than a grouping scan of the whole graph."""
         by_label: dict[str, int] = {}
@@ -375,7 +374,7 @@ class Dialect:
         nodes = store.read("MATCH (n) RETURN count(n) AS n", timeout_s=600)[0]["n"]
         return counts_dict(int(nodes), by_label, by_type)
 
-    def server_version(self, store: GraphStore) -> str:
+    def server_version(self, store: DialectStore) -> str:
         return store.driver_agent()
 
     # --- values and errors --------------------------------------------------------------
@@ -421,7 +420,7 @@ def _message(exc: Exception) -> str:
     return " ".join(str(msg).split())[:300]
 
 
-def delete_all_batched(store: GraphStore, batch: int = DELETE_BATCH) -> int:
+def delete_all_batched(store: DialectStore, batch: int = DELETE_BATCH) -> int:
     """DETACH DELETE everything but the lease and the claim, in bounded transactions (one big
     one exhausts the heap). The lease says which chain holds the instance (the wiping chain
     itself); the claim stays so that a wipe cut short still leaves the instance ours."""

@@ -44,14 +44,12 @@ import json
 import logging
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from eval_pipeline.graph import schema
 from eval_pipeline.graph.dialects.base import Dialect, Inventory, TextIndex, listing, quote_name
+from eval_pipeline.graph.dialects.store_protocol import DialectStore
 from eval_pipeline.graph.errors import GraphError, GraphQueryError
-
-if TYPE_CHECKING:
-    from eval_pipeline.graph.store import GraphStore
 
 log = logging.getLogger(__name__)
 
@@ -362,7 +360,7 @@ class MemgraphDialect(Dialect):
 
     # --- the server ---------------------------------------------------------------------
 
-    def on_connect(self, store: GraphStore) -> None:
+    def on_connect(self, store: DialectStore) -> None:
         if self.version is not None:
             return
         try:
@@ -394,13 +392,13 @@ class MemgraphDialect(Dialect):
         self.version = version
         self.storage = self.read_storage_mode(store)
 
-    def read_storage_mode(self, store: GraphStore) -> str | None:
+    def read_storage_mode(self, store: DialectStore) -> str | None:
         try:
             return storage_mode(store.autocommit("SHOW STORAGE INFO"))
         except GraphQueryError:
             return None
 
-    def require_transactions(self, store: GraphStore, purpose: str) -> None:
+    def require_transactions(self, store: DialectStore, purpose: str) -> None:
         # Read again: the mode can be switched at any time (STORAGE MODE ...).
         mode = self.read_storage_mode(store)
         self.storage = mode or self.storage
@@ -413,18 +411,18 @@ class MemgraphDialect(Dialect):
 
     # --- wipe, inventory, indexes -------------------------------------------------------
 
-    def wipe(self, store: GraphStore) -> None:
+    def wipe(self, store: DialectStore) -> None:
         # Triggers first: one firing on our deletes could write (or refuse) while we wipe.
         for stmt in drop_trigger_statements(store.autocommit("SHOW TRIGGERS")):
             store.autocommit(stmt)
         super().wipe(store)
 
-    def drop_index_statements(self, store: GraphStore) -> list[str]:
+    def drop_index_statements(self, store: DialectStore) -> list[str]:
         indexes = store.autocommit("SHOW INDEX INFO")
         constraints = store.autocommit("SHOW CONSTRAINT INFO")
         return drop_constraint_statements(constraints) + drop_index_statements(indexes)
 
-    def inventory(self, store: GraphStore) -> Inventory:
+    def inventory(self, store: DialectStore) -> Inventory:
         """Nodes and relationships by full scans (exact, in memory), plus the names of every
         index, constraint and trigger (SHOW ... runs only in an auto-commit transaction)."""
         inv = super().inventory(store)
@@ -446,7 +444,7 @@ class MemgraphDialect(Dialect):
     def text_index_name(self, label: str, prop: str) -> str:
         return text_index_name(label, prop)
 
-    def create_text_index(self, store: GraphStore, label: str, prop: str) -> None:
+    def create_text_index(self, store: DialectStore, label: str, prop: str) -> None:
         stmt = create_text_index_statement(
             self.text_index_name(label, prop), label, prop, self.planned_version
         )
@@ -456,13 +454,13 @@ class MemgraphDialect(Dialect):
             if "already exists" not in str(exc).lower():
                 raise
 
-    def drop_text_index(self, store: GraphStore, label: str, prop: str) -> None:
+    def drop_text_index(self, store: DialectStore, label: str, prop: str) -> None:
         name = self.text_index_name(label, prop)
         if not any(i.name == name for i in self.text_indexes(store)):
             return  # dropping a missing text index is an error there
         store.autocommit(drop_text_index_statement(name))
 
-    def text_indexes(self, store: GraphStore) -> list[TextIndex]:
+    def text_indexes(self, store: DialectStore) -> list[TextIndex]:
         return text_indexes_from_rows(store.autocommit("SHOW INDEX INFO"))
 
     def fulltext_call(self) -> str:
@@ -489,7 +487,7 @@ class MemgraphDialect(Dialect):
     def bound_read(self, query: str) -> str:
         return bound_read(query)
 
-    def cancel_query(self, store: GraphStore, query: str, submitted: float) -> list[str]:
+    def cancel_query(self, store: DialectStore, query: str, submitted: float) -> list[str]:
         ids = transactions_running(store.autocommit("SHOW TRANSACTIONS"), query)
         if not ids:
             return []
@@ -497,7 +495,7 @@ class MemgraphDialect(Dialect):
         killed = {str(r.get("transaction_id")): r.get("killed") for r in rows}
         return [f"{tid} {'killed' if killed.get(tid) else 'not killed'}" for tid in ids]
 
-    def schema_state(self, store: GraphStore) -> dict[str, Any]:
+    def schema_state(self, store: DialectStore) -> dict[str, Any]:
         """Indexes (without their changing `count`), constraints and triggers (SHOW ...:
         auto-commit only)."""
         autocommit = getattr(store, "autocommit", None)
@@ -511,28 +509,28 @@ class MemgraphDialect(Dialect):
 
     # --- introspection ------------------------------------------------------------------
 
-    def _schema_info(self, store: GraphStore) -> dict[str, list[str]] | None:
+    def _schema_info(self, store: DialectStore) -> dict[str, list[str]] | None:
         try:
             rows = store.autocommit("SHOW SCHEMA INFO")
         except GraphQueryError:
             return None  # flag not set: the portable scans answer instead
         return parse_schema_info(rows[0]["schema"]) if rows else None
 
-    def labels(self, store: GraphStore) -> list[str]:
+    def labels(self, store: DialectStore) -> list[str]:
         info = self._schema_info(store)
         return info["labels"] if info else super().labels(store)
 
-    def relationship_types(self, store: GraphStore) -> list[str]:
+    def relationship_types(self, store: DialectStore) -> list[str]:
         info = self._schema_info(store)
         return info["relationship_types"] if info else super().relationship_types(store)
 
-    def property_keys(self, store: GraphStore) -> dict[str, list[str]]:
+    def property_keys(self, store: DialectStore) -> dict[str, list[str]]:
         info = self._schema_info(store)
         if info is None:
             return super().property_keys(store)
         return {"nodes": info["node_keys"], "relationships": info["relationship_keys"]}
 
-    def server_version(self, store: GraphStore) -> str:
+    def server_version(self, store: DialectStore) -> str:
         try:
             rows = store.autocommit("SHOW VERSION")
         except GraphQueryError:
