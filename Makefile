@@ -13,7 +13,7 @@ export DEEPEVAL_DISABLE_DOTENV := 1
 
 .PHONY: install run test test-real lint format bench clean
 
-# The local provider (README "Local model"): llama-cpp-python is built from source, portable
+# The local provider (docs/local-models.md): llama-cpp-python is built from source, portable
 # (GGML_NATIVE=OFF: a native build crashes with SIGILL where the CPU advertises AMX the VM
 # cannot run; no multimodal library). About 3.5 min on 2 cores, once per machine: pip keeps the
 # built wheel in its cache. Then the small model the real-model tests use is fetched (pinned

@@ -13,7 +13,7 @@ kinds of weights:
   file's (size, mtime, inode), so a run does not re-read a gigabyte at every stage.
 
 Provenance of each catalogue entry (what the package says, what the GGUF's own metadata says,
-the upstream licence) is recorded on the entry and repeated in the README.
+the upstream licence) is recorded on the entry and repeated in docs/local-models.md.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def check_installed() -> str:
     if version is None:
         raise LLMConfigError(
             "the local provider needs llama-cpp-python[server]: run `make install` (it builds "
-            "llama.cpp with -DGGML_NATIVE=OFF; see README 'Local model')"
+            "llama.cpp with -DGGML_NATIVE=OFF; see docs/local-models.md)"
         )
     return version
 

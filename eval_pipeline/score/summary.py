@@ -1,6 +1,6 @@
 """Aggregate scored rows into summary.json: per tier, never one blended headline.
 
-Layout (documented in the README):
+Layout (documented in docs/scores.md):
 
     {"status": "complete" | "incomplete",
      "incomplete": {questions, by_cause, by_stage, question_ids},

@@ -21,8 +21,8 @@ from eval_pipeline_tests.retrieve.fixture_graph import write_fixtures
 
 MODEL_ENV = "EVAL_TEST_LOCAL_MODEL"
 # The plumbing model: 98 MB, the whole module in about 5 min on 2 busy shared cores, and the
-# server's grammar keeps it to the schema's shape. Its verdicts are noise (README "Local
-# model"); `make test-real` runs this module with the 1.5B default instead.
+# server's grammar keeps it to the schema's shape. Its verdicts are noise
+# (docs/local-models.md); `make test-real` runs this module with the 1.5B default instead.
 DEFAULT_TEST_MODEL = "smollm2-135m-instruct"
 
 

@@ -2,8 +2,8 @@
 
 `DIFFERENCES` is the one table of every difference between the backends: each line names the
 concern, the `Dialect` method that decides it, and what each backend does. Code outside
-`dialects/` asks the dialect; it never branches on a backend's name. README.md ("Graph")
-shows the same table.
+`dialects/` asks the dialect; it never branches on a backend's name. docs/graph-backends.md
+shows the same table (a test keeps them equal).
 """
 
 from __future__ import annotations
