@@ -1,7 +1,7 @@
 """The run configuration: every option of a chain, stated once.
 
 `RunConfig` is the one source of
-- the flags of `eval-pipeline run` (`cli_run.add_run_options`: a field with `cli=` metadata
+- the flags of `eval-pipeline run` (`run_cli.add_run_options`: a field with `cli=` metadata
   is a flag, its help is the field's description),
 - the keys of a `--config` file (a section with its fields, or a flag's name),
 - the Dagster run config: each section is the config of the resource of the same name

@@ -34,7 +34,7 @@ from eval_pipeline.corpus.batches import BatchKey, batch_keys
 from eval_pipeline.dagster_home import ensure_graph_slots
 from eval_pipeline.graph.lease import Lease, RunFinished, hold
 from eval_pipeline.graph.store import GraphStore
-from eval_pipeline.ops.chain import OUTCOME_META, StageOutcome, run_stages
+from eval_pipeline.ops.stages import OUTCOME_META, StageOutcome, run_stages
 
 Progress = Callable[[int, int, StageOutcome], None]
 
@@ -94,7 +94,7 @@ def run_batched(
     if webserver:
         results = launch_batch_runs(webserver, instance, run_config, tags, keys, batched)
     else:
-        results = _in_workers(instance, job.name, run_config, tags, keys, batched)
+        results = _in_workers(instance, run_config, tags, keys, batched)
     done.extend(s for r in results for s in r)  # each worker printed its own lines
     if all(r and not r[-1].stopped for r in results):
         sequence(after)
@@ -103,7 +103,6 @@ def run_batched(
 
 def run_batch(
     instance: dg.DagsterInstance,
-    job_name: str,
     stages: Sequence[str],
     run_config: Mapping[str, Any],
     tags: Mapping[str, str],
@@ -112,7 +111,7 @@ def run_batch(
 ) -> list[StageOutcome]:
     """One batch's stages as partition `batch`: what a worker process and an `eval_batch`
     run both do."""
-    from eval_pipeline.definitions import defs
+    from eval_pipeline.assets.jobs import stage_job
 
     count = len(stages)
 
@@ -121,14 +120,11 @@ def run_batch(
         seen.append(stage)
 
     seen: list[StageOutcome] = []
-    return run_stages(
-        defs.resolve_job_def(job_name), instance, stages, run_config, tags, note, batch
-    )
+    return run_stages(stage_job(), instance, stages, run_config, tags, note, batch)
 
 
 def _in_workers(
     instance: dg.DagsterInstance,
-    job_name: str,
     run_config: Mapping[str, Any],
     tags: Mapping[str, str],
     keys: list[BatchKey],
@@ -145,7 +141,6 @@ def _in_workers(
                 pool.submit(
                     batch_worker,
                     instance.get_ref(),
-                    job_name,
                     stages,
                     dict(run_config),
                     batch_tags(tags, batch),
@@ -163,7 +158,6 @@ def _in_workers(
 
 def batch_worker(
     instance_ref: Any,
-    job_name: str,
     stages: list[str],
     run_config: dict[str, Any],
     tags: dict[str, str],
@@ -176,7 +170,7 @@ def batch_worker(
         print(line, file=sys.stderr, flush=True)
 
     key = BatchKey.parse(batch)
-    outcome = run_batch(instance, job_name, stages, run_config, tags, key, say)
+    outcome = run_batch(instance, stages, run_config, tags, key, say)
     return [s.model_dump(mode="json") for s in outcome]
 
 
@@ -249,14 +243,11 @@ def holding_instances(
     "checks), launched by an eval_chain run over several batches; it holds the leases.",
 )
 def run_batch_stages(context):  # unannotated: Dagster cannot read string annotations
-    from eval_pipeline.assets.tags import STAGE_JOB_NAME
-
     batch = BatchKey.parse(context.op_config["batch"])
     tags = {k: v for k, v in context.run.tags.items() if k.startswith("eval_pipeline/")}
     config = {k: v for k, v in (context.run_config or {}).items() if k in ("resources", "loggers")}
     outcome = run_batch(
         context.instance,
-        STAGE_JOB_NAME,
         context.op_config["stages"],
         config,
         tags,

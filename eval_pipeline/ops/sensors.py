@@ -13,7 +13,7 @@ from __future__ import annotations
 import dagster as dg
 
 from eval_pipeline.assets.failure_log import record_failure, recorded_run_ids
-from eval_pipeline.ops.chain import innermost_error
+from eval_pipeline.ops.stages import innermost_error
 
 
 def _assets_by_step(instance: dg.DagsterInstance, run_id: str) -> dict[str, list[str]]:

@@ -12,11 +12,12 @@ Two scenarios (`eval-pipeline ui-check --scenario success|failure|all`):
   the way the Launchpad does (the webserver's `launchPipelineExecution` mutation, with the
   corpus and paths resource config), waits until every run on that instance has finished and
   the sensors have seen it, then reads the asset lineage as a person does: only
-  `longmemeval_upstream` may read "Failed", every other asset must read as not failed, and no
-  asset check may read EXECUTION_FAILED. What each asset reads is taken from its node in the
-  lineage (the DOM) and cross-checked against the webserver's GraphQL as the page itself
-  received it (`AssetGraphLiveQuery`, with the webapp's own `shouldDisplayRunFailure` rule);
-  check statuses come from that same response (the lineage shows only "n / m Passed").
+  `longmemeval_upstream` may read "Failed" (its own checks could not run with it), every other
+  asset must read as not failed, and no other asset's check may read EXECUTION_FAILED. What
+  each asset reads is taken from its node in the lineage (the DOM) and cross-checked against
+  the webserver's GraphQL as the page itself received it (`AssetGraphLiveQuery`, with the
+  webapp's own `shouldDisplayRunFailure` rule); check statuses come from that same response
+  (the lineage shows only "n / m Passed").
 
 Screenshots are saved, pass or fail (a failure is easiest to read off its screenshot).
 """
@@ -34,15 +35,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eval_pipeline.assets.tags import CHAIN_JOB_NAME
 from eval_pipeline.ops.browser import BrowserError, HeadlessChromium, find_chromium
-from eval_pipeline.ops.tags import CHAIN_JOB_NAME
 from eval_pipeline.ops.webserver import DagsterDaemon, DagsterWebserver, WebserverError
 from eval_pipeline.ports import free_port
 
 if TYPE_CHECKING:  # dagster and the chain load only when the check runs
     import dagster as dg
 
-    from eval_pipeline.run_chain import RunOptions
+    from eval_pipeline.config import RunConfig
 
 SCORED_RUN = "scored_run"
 UPSTREAM = "longmemeval_upstream"
@@ -191,16 +192,16 @@ class UiCheckResult:
 
 def expected_asset_keys() -> list[str]:
     """Whatever the definitions define: the check follows the code, not a list kept here."""
-    from eval_pipeline.definitions import defs
+    from eval_pipeline.assets.jobs import stage_job
 
-    graph = defs.resolve_asset_graph()
+    graph = stage_job().asset_layer.asset_graph
     return sorted(k.to_user_string() for k in graph.get_all_asset_keys())
 
 
 def expected_group_names() -> list[str]:
-    from eval_pipeline.definitions import defs
+    from eval_pipeline.assets.jobs import stage_job
 
-    graph = defs.resolve_asset_graph()
+    graph = stage_job().asset_layer.asset_graph
     return sorted({graph.get(k).group_name or "default" for k in graph.get_all_asset_keys()})
 
 
@@ -240,9 +241,7 @@ def latest_summary_markdown(instance: dg.DagsterInstance) -> str | None:
     return str(value.value)
 
 
-def ensure_scored_run(
-    run_options: RunOptions | None = None, log: Callable[[str], None] = print
-) -> str:
+def ensure_scored_run(run: RunConfig | None = None, log: Callable[[str], None] = print) -> str:
     """The summary markdown of the latest scored_run; runs the chain first if there is none."""
     from eval_pipeline.dagster_home import local_instance
 
@@ -250,10 +249,11 @@ def ensure_scored_run(
     markdown = latest_summary_markdown(instance)
     if markdown is not None:
         return markdown
-    from eval_pipeline.run_chain import RunOptions, run_chain
+    from eval_pipeline.config import RunConfig
+    from eval_pipeline.run_cli import launch
 
     log("ui-check: no materialized scored_run in this instance; running the chain first")
-    if run_chain(run_options or RunOptions()) != 0:
+    if not launch(run or RunConfig(), verbose=False).success:
         raise UiCheckError("`eval-pipeline run` failed, so there is no scored_run to look at")
     markdown = latest_summary_markdown(instance)
     if markdown is None:
@@ -431,7 +431,7 @@ def failure_run_config(upstream: Path, state: Path) -> dict[str, Any]:
     """The run config a user would type into the Launchpad for a local upstream file."""
     return {
         "resources": {
-            "corpus": {"config": {"source": "path", "path": str(upstream)}},
+            "corpus": {"config": {"upstream": str(upstream)}},
             "paths": {"config": {"state_dir": str(state)}},
         }
     }
@@ -723,13 +723,15 @@ def judge_failure_readings(
     others = [k for k in failed if k != expected_failed]
     if others:
         problems.append(f"{len(others)} other asset(s) read Failed: " + ", ".join(others))
+    # The failed stage is its asset and the asset's own checks (planned in its run, they could
+    # not run); a check of any other asset reading EXECUTION_FAILED is a stage wrongly red.
     execution_failed = sorted(
         f"{k}:{name}" for k, r in readings.items() for name, st in r.checks.items()
-        if st == "EXECUTION_FAILED"
+        if st == "EXECUTION_FAILED" and k != expected_failed
     )  # fmt: skip
     if execution_failed:
         problems.append(
-            f"{len(execution_failed)} check(s) read EXECUTION_FAILED: "
+            f"{len(execution_failed)} check(s) of other assets read EXECUTION_FAILED: "
             + ", ".join(execution_failed)
         )
     return problems
@@ -818,7 +820,7 @@ def run_ui_check(
     port: int | None = None,
     out_dir: Path | None = None,
     timeout: float = 90.0,
-    run_options: RunOptions | None = None,
+    run: RunConfig | None = None,
     chromium: str | None = None,
     log: Callable[[str], None] = print,
     scenario: str = "success",
@@ -845,7 +847,7 @@ def run_ui_check(
     pages: list[PageResult] = []
     webserver_pid = None
     if scenario in ("success", "all"):
-        summary_md = ensure_scored_run(run_options, log=log)
+        summary_md = ensure_scored_run(run, log=log)
         server = DagsterWebserver(port or free_port(), log_path=out_dir / "webserver.log")
         try:
             with server:
