@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-PluginKind = Literal["reconciler", "retriever"]
+PluginKind = Literal["reconciler", "retriever", "judge"]
 KIND_NAMES: tuple[str, ...] = get_args(PluginKind)
 
 
@@ -66,5 +66,17 @@ KINDS: dict[str, KindInfo] = {
             "retrieve(request, trace) and pins() (eval_pipeline.retrieve.protocol)"
         ),
         error="eval_pipeline.retrieve.protocol:RetrieverLoadError",
+    ),
+    "judge": KindInfo(
+        kind="judge",
+        builtins={"longmemeval": "eval_pipeline.score.judges:LongMemEvalJudge"},
+        methods=("judge_question", "unscored", "prompt_hash", "pins"),
+        attributes=("name",),
+        interface=(
+            "an answer judge is a class built as cls(**options) with `name`, async "
+            "judge_question(role, golden, retrieval_context, answer), unscored(abstention, "
+            "reason), prompt_hash() and pins() (eval_pipeline.score.answer_judge)"
+        ),
+        error="eval_pipeline.score.answer_judge:JudgeLoadError",
     ),
 }
