@@ -1,4 +1,4 @@
-"""The kinds of plug-in: their built-ins, the interface a plug-in must have, and the error
+"""The four kinds of plug-in: their built-ins, the interface a plug-in must have, and the error
 class their consumers catch.
 
 Everything here is a `module:Attr` string imported on first use, so naming a kind never imports
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-PluginKind = Literal["reconciler", "retriever", "judge"]
+PluginKind = Literal["reconciler", "retriever", "judge", "provider"]
 KIND_NAMES: tuple[str, ...] = get_args(PluginKind)
 
 
@@ -31,6 +31,9 @@ class KindInfo:
     # Exceptions of the plug-in chained onto the load error. Not for providers: an SDK's
     # exception may carry request headers, and with them a key.
     chain_cause: bool = True
+    # Specs of this kind are names only (a model spec's provider stands before ':MODEL', so
+    # an import path cannot be one); an import path still resolves, for checking a class.
+    names_only: bool = False
 
 
 KINDS: dict[str, KindInfo] = {
@@ -78,5 +81,26 @@ KINDS: dict[str, KindInfo] = {
             "reason), prompt_hash() and pins() (eval_pipeline.score.answer_judge)"
         ),
         error="eval_pipeline.score.answer_judge:JudgeLoadError",
+    ),
+    "provider": KindInfo(
+        kind="provider",
+        builtins={
+            "offline": "eval_pipeline.llm.providers:OfflineProvider",
+            "openai": "eval_pipeline.llm.providers:OpenAIChatProvider",
+            "anthropic": "eval_pipeline.llm.providers:AnthropicMessagesProvider",
+            "openai_compatible": "eval_pipeline.llm.providers:OpenAIChatProvider",
+            "local": "eval_pipeline.llm.providers:LocalChatProvider",
+        },
+        methods=("send", "aclose"),
+        attributes=(),
+        interface=(
+            "a model provider is a class built as cls(config, api_key) with async send(messages,"
+            " *, schema, timeout_s, mode) -> ProviderReply and async aclose() "
+            "(eval_pipeline.llm.provider_plugins)"
+        ),
+        error="eval_pipeline.llm.errors:ProviderLoadError",
+        class_check="eval_pipeline.llm.provider_plugins:class_problem",
+        chain_cause=False,
+        names_only=True,
     ),
 }

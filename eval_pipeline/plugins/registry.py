@@ -64,11 +64,16 @@ def spec_help(kind: str) -> str:
     """What a spec of this kind may be, with the names there are."""
     info = kind_info(kind)
     names = sorted(named(kind))
-    installed = f"; installed: {', '.join(names)}" if names else ""
+    registered = f"a registered name ({', '.join(names)})" if names else "a registered name"
+    how = f"names are registered by an entry point '{kind}.<name>' in group '{ENTRY_POINT_GROUP}'"
+    if info.names_only:
+        return (
+            f"use a built-in ({', '.join(info.builtins)}) or {registered}; {how} or by "
+            f"{ENV_VAR}={kind}.<name>=package.module:Class (an import path cannot be a name)"
+        )
     return (
-        f"use a built-in ({', '.join(info.builtins)}), an installed name (entry point "
-        f"'{kind}.<name>' in group '{ENTRY_POINT_GROUP}', or {ENV_VAR}){installed} or an "
-        "import path 'package.module:Class'"
+        f"use a built-in ({', '.join(info.builtins)}), {registered} or an import path "
+        f"'package.module:Class'; {how} or by {ENV_VAR}"
     )
 
 

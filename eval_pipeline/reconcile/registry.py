@@ -76,8 +76,5 @@ def _memory_system_problem(target: Any) -> str | None:
     namespaced = bool(getattr(target, "namespaced", getattr(schema, "namespaced", False)))
     missing = [m for m in ("extract", "consolidate") if not callable(getattr(target, m, None))]
     if namespaced and missing:
-        return (
-            f"is namespaced (a memory system) but lacks {', '.join(f'{m}()' for m in missing)}: "
-            "subclass MemorySystem and implement extract_session and consolidate"
-        )
+        return f"is namespaced (a memory system) but lacks {', '.join(f'{m}()' for m in missing)}"
     return None
