@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eval_pipeline import plugins
-from eval_pipeline.llm.config import ENV_NAME_PATTERN, PROVIDER_NAMES, STRUCTURED_OUTPUT_MODES
+from eval_pipeline.llm.config import ENV_NAME_PATTERN, STRUCTURED_OUTPUT_MODES
 
 KIND = "provider"
 FAILURE_KINDS: tuple[str, ...] = (
@@ -78,10 +78,6 @@ class ProviderPlugin:
 
     def pins(self) -> dict[str, Any]:
         return {"class": self.path, "version": self.version}
-
-
-def is_builtin(name: str) -> bool:
-    return name in PROVIDER_NAMES
 
 
 def provider_plugin(name: str) -> ProviderPlugin:
