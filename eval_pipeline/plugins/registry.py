@@ -240,7 +240,7 @@ def _import(kind: str, spec: str, path: str, source: Source | None) -> Any:
     via = f"{source.origin} = {path!r}: " if source is not None else ""
     try:
         target: Any = importlib.import_module(module_name)
-    except Exception as exc:  # anything a user's module raises on import, not just ImportError
+    except (Exception, SystemExit) as exc:  # whatever a module raises on import (not ^C)
         fail(
             kind,
             spec,
