@@ -39,7 +39,10 @@ def run(env, *args, timeout=600):
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--reconciler", "nope.module:Thing"], "--reconciler nope.module:Thing: cannot import"),
+        (
+            ["--reconciler", "nope.module:Thing"],
+            "--reconciler nope.module:Thing: reconciler 'nope.module:Thing': cannot import",
+        ),
         (["--retriever", "eval_pipeline:Nope"], "--retriever eval_pipeline:Nope"),
         (["--upstream", "/no/such/file.json"], "upstream file not found"),
         (["--top-k", "0"], "option --top-k"),

@@ -7,6 +7,9 @@ back to their offline implementation or report "unscored: no judge".
 API keys are never part of the configuration, only the *name* of the environment variable that
 holds one (`api_key_env`); `hide_input_in_errors` keeps pydantic from echoing a key someone
 pasted in the wrong field.
+
+A provider is a built-in (`ProviderName`) or a plug-in registered under a name
+(`provider_plugins`): `table:my-model` works like `openai:gpt-4o-mini` once `table` is one.
 """
 
 from __future__ import annotations
@@ -15,13 +18,17 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eval_pipeline.llm.errors import LLMConfigError
 
+if TYPE_CHECKING:
+    from eval_pipeline.llm.provider_plugins import ProviderPlugin
+
+# The built-in providers; a role's provider may also be a plug-in's name (`provider_plugins`).
 ProviderName = Literal["openai", "anthropic", "openai_compatible", "local", "offline"]
 RoleName = Literal["reconciler", "retrieval_agent", "reader", "judge"]
 # json_schema: the provider's native schema option (llama.cpp compiles it into a grammar);
@@ -76,7 +83,7 @@ ROLE_SETTING_FIELDS: tuple[str, ...] = (
     "structured_output",
 )
 
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
+ENV_NAME_PATTERN = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
 
 
 def check_base_url(url: str) -> str:
@@ -126,7 +133,7 @@ class RoleConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
-    provider: ProviderName = "offline"
+    provider: str = "offline"  # a built-in (ProviderName) or a plug-in provider's name
     model: str | None = None
     base_url: str | None = None  # required for openai_compatible; an override for the others
     api_key_env: str | None = None  # NAME of the env var; default OPENAI_/ANTHROPIC_API_KEY
@@ -155,6 +162,13 @@ class RoleConfig(BaseModel):
             data = {**LOCAL_ROLE_DEFAULTS, **data}
         return data
 
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, value: str) -> str:
+        if value not in PROVIDER_NAMES:
+            plugin_provider(value)  # ProviderLoadError, a ValueError: it says what to do
+        return value
+
     @field_validator("base_url")
     @classmethod
     def _base_url_is_plain(cls, value: str | None) -> str | None:
@@ -163,7 +177,7 @@ class RoleConfig(BaseModel):
     @field_validator("api_key_env")
     @classmethod
     def _key_env_is_a_name(cls, value: str | None) -> str | None:
-        if value is not None and not _ENV_NAME.match(value):
+        if value is not None and not ENV_NAME_PATTERN.match(value):
             # Never echo the value: the usual mistake is pasting the key itself here.
             raise ValueError(
                 "api_key_env must be the NAME of an environment variable "
@@ -225,16 +239,25 @@ class RoleConfig(BaseModel):
         server's port is chosen when it starts)."""
         if self.is_offline or self.provider == "local":
             return None
-        return self.base_url or DEFAULT_BASE_URLS[self.provider]
+        return self.base_url or DEFAULT_BASE_URLS.get(self.provider)
+
+    @property
+    def is_plugin(self) -> bool:
+        """A plug-in provider, not a built-in one."""
+        return self.provider not in PROVIDER_NAMES
 
     @property
     def key_env_name(self) -> str | None:
-        return self.api_key_env or DEFAULT_KEY_ENVS.get(self.provider)
+        if self.api_key_env or not self.is_plugin:
+            return self.api_key_env or DEFAULT_KEY_ENVS.get(self.provider)
+        return plugin_provider(self.provider).key_env
 
     @property
     def structured_output_mode(self) -> StructuredOutputMode:
         if self.structured_output is not None:
             return self.structured_output
+        if self.is_plugin:
+            return plugin_provider(self.provider).structured_output  # type: ignore[return-value]
         return DEFAULT_STRUCTURED_OUTPUT.get(self.provider, "prompt")
 
     @property
@@ -266,6 +289,8 @@ class RoleConfig(BaseModel):
             pins["stop"] = list(self.stop)
         if self.provider == "local":
             pins.update(local_pins(self.model))
+        if self.is_plugin:
+            pins["plugin"] = plugin_provider(self.provider).pins()
         return pins
 
 
@@ -289,7 +314,7 @@ class LLMSettings(BaseModel):
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     # Optional cap shared by every role on one provider endpoint (rate limits are per account);
     # each role is in any case bounded by its own `concurrency`.
-    provider_concurrency: dict[ProviderName, int] = Field(default_factory=dict)
+    provider_concurrency: dict[str, int] = Field(default_factory=dict)  # built-in or plug-in
     # Which sample of a repeated configuration this layer draws, e.g. "<salt>/<k>" for repeat k
     # of `run --repeat N`. When set it is part of every cache key: another identity never hits
     # this one's entries (a fresh provider call), the same identity does (a re-run of repeat k
@@ -313,6 +338,8 @@ class LLMSettings(BaseModel):
         for name in ROLE_NAMES:
             self.roles.setdefault(name, RoleConfig())  # type: ignore[index]
         for provider, limit in self.provider_concurrency.items():
+            if provider not in PROVIDER_NAMES:
+                plugin_provider(provider)
             if limit < 1:
                 raise ValueError(f"provider_concurrency[{provider!r}] must be at least 1")
         return self
@@ -356,14 +383,14 @@ class ProviderSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    provider: ProviderName
+    provider: str  # a built-in (ProviderName) or a plug-in provider's name
     model: str | None = None
     base_url: str | None = None
 
 
 _SPEC_HELP = (
-    "expected 'offline', 'local', 'local:PATH.gguf', 'openai:MODEL', 'anthropic:MODEL' or "
-    "'openai_compatible:MODEL@http://host:port/v1'"
+    "expected 'offline', 'local', 'local:PATH.gguf', 'openai:MODEL', 'anthropic:MODEL', "
+    "'openai_compatible:MODEL@http://host:port/v1' or 'NAME:MODEL' for a provider plug-in"
 )
 # The model may itself contain ':' (Ollama tags such as llama3:8b) or '@', so the URL is
 # recognised by its scheme rather than by the last '@'.
@@ -378,10 +405,7 @@ def parse_provider_spec(text: str) -> ProviderSpec:
     provider, sep, rest = spec.partition(":")
     provider = provider.strip().lower()
     if provider not in PROVIDER_NAMES:
-        raise LLMConfigError(
-            f"unknown provider {provider!r} in {safe_spec(spec)!r}; "
-            f"providers are {list(PROVIDER_NAMES)}; {_SPEC_HELP}"
-        )
+        plugin_provider(provider, model_spec=spec)  # ProviderLoadError when there is none
     if provider == "offline":
         if sep and rest.strip():
             raise LLMConfigError("the offline provider takes no model: write just 'offline'")
@@ -420,6 +444,26 @@ def parse_provider_spec(text: str) -> ProviderSpec:
             f"openai_compatible needs a base URL: 'openai_compatible:{model}@http://host:port/v1'"
         )
     return ProviderSpec(provider=provider, model=model, base_url=base_url)  # type: ignore[arg-type]
+
+
+def plugin_provider(name: str, *, model_spec: str | None = None) -> ProviderPlugin:
+    """The plug-in provider called `name`; its load error (ProviderLoadError) names the model
+    spec it was found in, when there is one."""
+    from eval_pipeline.llm.errors import ProviderLoadError
+    from eval_pipeline.llm.provider_plugins import provider_plugin
+
+    try:
+        return provider_plugin(name)
+    except ProviderLoadError as exc:
+        if model_spec is None:
+            raise
+        if model_spec.strip().lower() == name:  # no ':' at all: a model name alone?
+            where = "a model spec is PROVIDER:MODEL[@BASE_URL]"
+        else:
+            where = f"in {safe_spec(model_spec)!r}"
+        raise ProviderLoadError(
+            exc.kind, exc.spec, f"{exc.problem} ({where})", exc.remedy
+        ) from None
 
 
 # The CLI options of each role's settings, e.g. --judge-timeout (RoleConfig field → suffix).

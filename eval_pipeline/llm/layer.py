@@ -41,7 +41,13 @@ from pydantic import BaseModel
 
 from eval_pipeline.llm.accounting import UsageLedger, UsageSnapshot
 from eval_pipeline.llm.cache import CachedResponse, ResponseCache, cache_key
-from eval_pipeline.llm.config import ROLE_NAMES, LLMSettings, RetryPolicy, RoleConfig
+from eval_pipeline.llm.config import (
+    ROLE_NAMES,
+    LLMSettings,
+    RetryPolicy,
+    RoleConfig,
+    plugin_provider,
+)
 from eval_pipeline.llm.credentials import install_log_redaction, read_api_key, redact
 from eval_pipeline.llm.deepeval_env import ensure_no_confident_upload
 from eval_pipeline.llm.errors import (
@@ -265,7 +271,9 @@ def _api_key_for(config: RoleConfig) -> str | None:
         return _NO_KEY_PLACEHOLDER  # the local server's own key is read when it starts
     if config.provider == "openai_compatible" and env_name is None:
         return _NO_KEY_PLACEHOLDER
-    assert env_name is not None
+    if env_name is None:
+        assert config.is_plugin  # openai and anthropic always name a variable
+        return None  # a plug-in provider that takes no key
     return read_api_key(env_name, required=True)
 
 
@@ -444,12 +452,13 @@ class RoleClient:
     # -- internals -----------------------------------------------------------------------
     def _cache_key(self, chat: list[ChatMessage], schema: type[BaseModel] | None) -> str:
         config = self.config
+        # A model name on a local server says little about the weights behind it, so the
+        # endpoint is part of the address there (and for a plug-in, whose servers we don't know).
+        by_endpoint = config.provider == "openai_compatible" or config.is_plugin
         parts: dict[str, Any] = {
             "provider": config.provider,
             "model": config.model,
-            # A model name on a local server says little about the weights behind it, so
-            # the endpoint is part of the address there (and only there).
-            "endpoint": config.endpoint if config.provider == "openai_compatible" else None,
+            "endpoint": config.endpoint if by_endpoint else None,
             "temperature": config.temperature,
             "max_tokens": config.max_tokens,
             "structured_output": config.structured_output_mode if schema else None,
@@ -466,6 +475,10 @@ class RoleClient:
             parts["model"] = "sha256:" + local["weights"]["sha256"]
             parts["server"] = local["server"]
             parts["sampling"] = local["sampling"]
+        if config.is_plugin:
+            # Which class answers under the plug-in's name, and its version (only there: the
+            # built-ins' keys stay those of every existing cache file).
+            parts["plugin"] = plugin_provider(config.provider).pins()
         if config.stop:
             parts["stop"] = list(config.stop)
         # Only when set: a plain run's keys stay those of every existing cache file.
@@ -504,7 +517,6 @@ class RoleClient:
     def _provider(self, state: _LoopState) -> ChatProvider:
         provider = state.providers.get(self.name)
         if provider is None:
-            assert self.__api_key is not None
             provider = state.providers[self.name] = make_provider(self.config, self.__api_key)
         return provider
 

@@ -6,6 +6,9 @@ that every attempt is ours: counted, backed off, and bounded by the role's budge
 
 The SDKs are imported on first use: together they take seconds to import, and the default
 (offline) configuration, Dagster's definition loading and the cache never need them.
+
+The adapters are the built-ins of the plug-in registry's kind `provider`; `make_provider`
+builds a role's adapter from there, a plug-in provider's (`provider_plugins`) the same way.
 """
 
 from __future__ import annotations
@@ -17,9 +20,12 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from eval_pipeline import plugins
 from eval_pipeline.llm.config import RoleConfig
 from eval_pipeline.llm.credentials import redact
+from eval_pipeline.llm.errors import OfflineRoleError
 from eval_pipeline.llm.messages import ChatMessage, ProviderReply
+from eval_pipeline.llm.provider_plugins import ProviderCallError, provider_class
 from eval_pipeline.llm.structured import schema_name, wire_schema
 
 
@@ -273,14 +279,31 @@ class LocalChatProvider(OpenAIChatProvider):
             self._client = None
 
 
-def make_provider(config: RoleConfig, api_key: str) -> ChatProvider:
-    if config.provider == "local":
-        return LocalChatProvider(config, api_key)
-    if config.provider in ("openai", "openai_compatible"):
-        return OpenAIChatProvider(config, api_key)
-    if config.provider == "anthropic":
-        return AnthropicMessagesProvider(config, api_key)
-    raise ValueError(f"no provider adapter for {config.provider!r}")
+class OfflineProvider:
+    """`offline`: no model. Never sent to (an offline role refuses every call before it gets
+    here); in the registry so that every provider name is found in one place."""
+
+    def __init__(self, config: RoleConfig, api_key: str | None = None) -> None:
+        self._config = config
+
+    async def send(
+        self,
+        messages: list[ChatMessage],
+        *,
+        schema: type[BaseModel] | None,
+        timeout_s: float,
+        mode: str | None = None,
+    ) -> ProviderReply:
+        raise OfflineRoleError("the offline provider has no model")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def make_provider(config: RoleConfig, api_key: str | None) -> ChatProvider:
+    """The role's adapter, built-in or plug-in, from the one registry."""
+    cls = provider_class(config.provider)
+    return plugins.construct("provider", config.provider, cls, config, api_key)
 
 
 @cache
@@ -301,7 +324,9 @@ def is_provider_error(exc: BaseException) -> bool:
     """Errors the layer classifies and may retry; anything else is a bug and propagates."""
     from eval_pipeline.llm.local_server import LocalServerError
 
-    if isinstance(exc, (TimeoutError, MalformedProviderResponse, LocalServerError)):
+    if isinstance(
+        exc, (TimeoutError, MalformedProviderResponse, LocalServerError, ProviderCallError)
+    ):
         return True
     return isinstance(exc, _sdk_error_types()["all"])
 
@@ -337,6 +362,9 @@ def classify_failure(exc: BaseException) -> FailureInfo:
     """What went wrong, whether another attempt may help, and how long the server asked to wait."""
     from eval_pipeline.llm.local_server import LocalServerError
 
+    if isinstance(exc, ProviderCallError):  # a plug-in's own classification
+        summary = f"{exc.kind}: {redact(exc.summary)}"[:300]
+        return FailureInfo(exc.kind, exc.retryable, summary, exc.retry_after_s)
     sdk = _sdk_error_types()
     if isinstance(exc, (TimeoutError, *sdk["timeout"])):
         return FailureInfo("timeout", True, "timed out")

@@ -13,7 +13,8 @@ Modules, by what they hold:
   namespace       namespaces, NamespaceView and the ChangeSet a consolidation returns
   namespace_graph namespaces in the graph: read the view, consolidate, write one per txn
   memory_checks   memory-formation guarantees (duplicates, supersession, provenance)
-  registry        load a built-in or a `package.module:ClassName` plug-in
+  registry        load_reconciler: a built-in, a registered name or an import path, through
+                  the plug-in registry (`eval_pipeline.plugins`, docs/plugins.md)
   sentences, chunking, entity_rules, value_rules, gazetteer, summary
                   the extractive rules, each testable on its own
   reader, writer  graph reads (statuses, sessions) and the one writer of SessionMemory

@@ -1,6 +1,6 @@
 """The reconciler protocol: one session in, one `SessionMemory` out, no graph access.
 
-A plug-in (`package.module:ClassName`) needs only:
+A plug-in (`package.module:ClassName`, or a name registered as in `docs/plugins.md`) needs only:
 
     class MyReconciler:
         name = "my-memory"          # short, stable; written on every node it produces
@@ -10,13 +10,15 @@ A plug-in (`package.module:ClassName`) needs only:
         # or a plain `def reconcile(...)`: it is then run in a worker thread
 
 and optionally `pins() -> dict`, `usage() -> dict | None` (LLM accounting) and
-`async aclose()`. `BaseReconciler` provides the optional parts.
+`async aclose()`. `BaseReconciler` provides the optional parts. A constructor with an explicit
+`llm` parameter (`def __init__(self, llm=None, **config)`) is given the run's LLM layer.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from eval_pipeline.plugins.errors import PluginLoadError
 from eval_pipeline.reconcile.models import SessionInput, SessionMemory
 
 
@@ -24,8 +26,10 @@ class ReconcileError(RuntimeError):
     """Base of this stage's own errors; the message is meant to be shown as is."""
 
 
-class ReconcilerLoadError(ReconcileError):
-    """A reconciler could not be found, imported, or constructed from its config."""
+class ReconcilerLoadError(PluginLoadError, ReconcileError):
+    """A reconciler could not be found, imported, or constructed from its config (the plug-in
+    registry's error for this kind: `except ReconcileError` and `except PluginLoadError` both
+    catch it)."""
 
 
 class ReconcilerUnavailable(ReconcileError):

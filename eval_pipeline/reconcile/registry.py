@@ -1,109 +1,80 @@
-"""Find a reconciler by name: a built-in (`none`, `extractive`, `llm`, `consolidating`) or a
-plug-in given by import path (`package.module:ClassName`), constructed with its config as
-keyword arguments.
+"""Find a reconciler by spec — a built-in (`none`, `extractive`, `llm`, `consolidating`), a
+registered plug-in name, or an import path `package.module:ClassName` — and construct it with
+its config as keyword arguments, through the plug-in registry (`eval_pipeline.plugins`).
 
-Every way this can go wrong ends in one `ReconcilerLoadError` that says which step failed
-(the spec, the import, the attribute, the class, the construction) and what to do.
+Every way this can go wrong ends in one `ReconcilerLoadError` shaped as the registry's errors
+are (`reconciler <spec>: <what failed>; <what to do>`), except `ReconcilerUnavailable` (a
+reconciler that cannot run in this configuration, e.g. `llm` with an offline role).
+
+A memory system is a reconciler that is namespaced (`namespaced = True`, or its ingest schema
+says so): it must also have `extract` and `consolidate`, as `MemorySystem` subclasses do.
 """
 
 from __future__ import annotations
 
-import importlib
-import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from eval_pipeline import plugins
+from eval_pipeline.reconcile.protocol import ReconcilerUnavailable
 
-from eval_pipeline.llm import LLMLayer
-from eval_pipeline.reconcile.consolidating import ConsolidatingReconciler
-from eval_pipeline.reconcile.extractive import ExtractiveReconciler
-from eval_pipeline.reconcile.llm_reconciler import LLMReconciler
-from eval_pipeline.reconcile.none import NoneReconciler
-from eval_pipeline.reconcile.protocol import ReconcilerLoadError, ReconcilerUnavailable
+if TYPE_CHECKING:
+    from eval_pipeline.llm import LLMLayer
 
-BUILTINS: dict[str, type] = {
-    "none": NoneReconciler,
-    "extractive": ExtractiveReconciler,
-    "llm": LLMReconciler,
-    "consolidating": ConsolidatingReconciler,
-}
+KIND = "reconciler"
+BUILTINS: Mapping[str, str] = plugins.KINDS[KIND].builtins  # name → "module:Class"
 DEFAULT_RECONCILER = "extractive"
-
-_IMPORT_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-_HELP = (
-    f"use a built-in ({', '.join(BUILTINS)}) or a plug-in as 'package.module:ClassName' "
-    "importable from this environment"
-)
 
 
 def load_reconciler(
     spec: str, config: Mapping[str, Any] | None = None, *, llm: LLMLayer | None = None
 ) -> Any:
-    """A ready reconciler for `spec`; `llm` is the layer the `llm` built-in calls through."""
-    spec = (spec or "").strip()
-    options = dict(config or {})
-    if spec in BUILTINS:
-        cls = BUILTINS[spec]
-        if spec == "llm":
-            return _construct(spec, cls, options, llm=llm)
-        return _construct(spec, cls, options)
-    if ":" not in spec:
-        raise ReconcilerLoadError(f"unknown reconciler {spec!r}: {_HELP}")
-    return _construct(spec, import_class(spec), options)
+    """A ready reconciler for `spec`; `llm` goes to a constructor that takes an `llm`
+    parameter (the `llm` built-in does)."""
+    plugin = plugins.find(KIND, spec)
+    extra = {"llm": llm} if plugins.accepts_keyword(plugin.target, "llm") else {}
+    return plugins.construct(
+        KIND,
+        plugin.spec,
+        plugin.target,
+        options=config,
+        passthrough=(ReconcilerUnavailable,),
+        **extra,
+    )
 
 
 def import_class(spec: str) -> type:
-    if not _IMPORT_PATH.match(spec):
-        raise ReconcilerLoadError(f"malformed plug-in path {spec!r}: {_HELP}")
-    module_name, _, qualname = spec.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-    except Exception as exc:  # any error while importing the user's module, not just ImportError
-        raise ReconcilerLoadError(
-            f"cannot import module {module_name!r} for reconciler {spec!r}: "
-            f"{type(exc).__name__}: {exc}"
-        ) from exc
-    for part in qualname.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise ReconcilerLoadError(
-                f"module {module_name!r} has no attribute {qualname!r} (reconciler {spec!r})"
-            ) from None
-    if not isinstance(target, type):
-        raise ReconcilerLoadError(
-            f"{spec!r} is a {type(target).__name__}, not a class: point at the reconciler class"
-        )
-    if not callable(getattr(target, "reconcile", None)):
-        raise ReconcilerLoadError(
-            f"{spec!r} has no reconcile(session) method: a reconciler takes one SessionInput "
-            "and returns a SessionMemory (see eval_pipeline.reconcile.protocol)"
-        )
-    return target
+    """The reconciler class a spec names, checked, without constructing it."""
+    return plugins.resolve(KIND, spec)
 
 
-def _construct(spec: str, cls: type, options: dict[str, Any], **extra: Any) -> Any:
-    try:
-        reconciler = cls(**extra, **options)
-    except ReconcilerUnavailable:
-        raise
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '<config>'}: {e['msg']}"
-            for e in exc.errors(include_url=False, include_input=False)
-        )
-        raise ReconcilerLoadError(f"bad config for reconciler {spec!r}: {problems}") from None
-    except Exception as exc:
-        keys = sorted(options)
-        raise ReconcilerLoadError(
-            f"could not construct reconciler {spec!r} with config keys {keys}: "
-            f"{type(exc).__name__}: {exc}"
-        ) from exc
+def class_problem(cls: type) -> str | None:
+    """The registry's extra check of a reconciler class (see `plugins.kinds`)."""
+    return _memory_system_problem(cls)
+
+
+def instance_problem(reconciler: Any) -> str | None:
+    """`name` and `version` are strings (they go into the pins and onto every node written)."""
     for attribute in ("name", "version"):
         if not isinstance(getattr(reconciler, attribute, None), str):
-            raise ReconcilerLoadError(
-                f"reconciler {spec!r} must define a string attribute {attribute!r} "
-                "(it goes into the pins and onto every node it writes)"
+            return (
+                f"has no string attribute {attribute!r} (it goes into the pins and onto every "
+                "node it writes)"
             )
-    return reconciler
+    return _memory_system_problem(reconciler)
+
+
+def _memory_system_problem(target: Any) -> str | None:
+    from eval_pipeline.reconcile.memory_system import IngestSchema
+
+    schema = getattr(target, "schema", None)
+    if schema is not None and not isinstance(schema, IngestSchema):
+        return (
+            f"declares a schema that is a {type(schema).__name__}, not an IngestSchema "
+            "(eval_pipeline.memory_system)"
+        )
+    namespaced = bool(getattr(target, "namespaced", getattr(schema, "namespaced", False)))
+    missing = [m for m in ("extract", "consolidate") if not callable(getattr(target, m, None))]
+    if namespaced and missing:
+        return f"is namespaced (a memory system) but lacks {', '.join(f'{m}()' for m in missing)}"
+    return None

@@ -105,8 +105,10 @@ class GraphAgentRetriever:
     ) -> None:
         if env.llm is None or env.llm.role("retrieval_agent").is_offline:
             raise RetrieverLoadError(
-                "retriever 'graph_agent' needs a model for the 'retrieval_agent' role (e.g. "
-                "openai:gpt-4o-mini); offline there is none: use retriever 'fulltext'"
+                "retriever",
+                "graph_agent",
+                "needs a model for the 'retrieval_agent' role, which is offline",
+                "give that role one (e.g. openai:gpt-4o-mini) or use retriever 'fulltext'",
             )
         if max_steps < 1 or payload_cap_tokens < 1:
             raise ValueError("max_steps and payload_cap_tokens must be positive")

@@ -8,20 +8,22 @@ A retriever is a class built as `cls(env, **options)` with
     def pins(self) -> dict[str, Any]
 
 Built-ins are chosen by name (`fulltext`, `graph_agent`); a user's own by import path
-`package.module:ClassName`. Every query a retriever sends goes into the `trace` the runner owns,
-so the queries of a question whose retrieval raises are still recorded with its miss.
+`package.module:ClassName` or by a name registered with the plug-in registry
+(`eval_pipeline.plugins`, `docs/plugins.md`). Every query a retriever sends goes into the
+`trace` the runner owns, so the queries of a question whose retrieval raises are still recorded
+with its miss.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_pipeline import plugins
+from eval_pipeline.plugins.errors import PluginLoadError
 from eval_pipeline.retrieve.results import QueryRecord, RetrievedItem
 
 if TYPE_CHECKING:
@@ -31,15 +33,14 @@ if TYPE_CHECKING:
 Scope = Literal["question", "batch"]
 SCOPES: tuple[str, ...] = ("question", "batch")
 
+KIND = "retriever"
 # name -> "module:Class", imported on first use so `fulltext` never imports the agent's deps.
-BUILTIN_RETRIEVERS: dict[str, str] = {
-    "fulltext": "eval_pipeline.retrieve.fulltext:FulltextRetriever",
-    "graph_agent": "eval_pipeline.retrieve.graph_agent:GraphAgentRetriever",
-}
+BUILTIN_RETRIEVERS: Mapping[str, str] = plugins.KINDS[KIND].builtins
 
 
-class RetrieverLoadError(ValueError):
-    """A retriever name or import path that cannot be turned into a retriever."""
+class RetrieverLoadError(PluginLoadError):
+    """A retriever spec that cannot be turned into a retriever (the plug-in registry's error
+    for this kind)."""
 
 
 class RetrievalError(RuntimeError):
@@ -137,51 +138,12 @@ def as_output(result: RetrievalOutput | list[RetrievedItem]) -> RetrievalOutput:
 
 
 def resolve_retriever_class(spec: str) -> type:
-    """The class named by a built-in name or by `package.module:ClassName`."""
-    spec = (spec or "").strip()
-    path = BUILTIN_RETRIEVERS.get(spec, spec)
-    if ":" not in path:
-        raise RetrieverLoadError(
-            f"unknown retriever {spec!r}: use one of {sorted(BUILTIN_RETRIEVERS)} or an "
-            "import path 'package.module:ClassName'"
-        )
-    module_name, _, attr = path.partition(":")
-    if not module_name or not attr or not all(p.isidentifier() for p in attr.split(".")):
-        raise RetrieverLoadError(
-            f"bad retriever import path {spec!r}: expected 'package.module:ClassName'"
-        )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise RetrieverLoadError(
-            f"retriever {spec!r}: cannot import module {module_name!r} ({exc}); is it installed "
-            "in this environment and on the Python path?"
-        ) from None
-    target: Any = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise RetrieverLoadError(f"retriever {spec!r}: {module_name!r} has no {attr!r}")
-        target = getattr(target, part)
-    if not inspect.isclass(target):
-        raise RetrieverLoadError(f"retriever {spec!r}: {attr!r} is not a class")
-    missing = [m for m in ("retrieve", "pins") if not callable(getattr(target, m, None))]
-    if missing or not hasattr(target, "name"):
-        need = ", ".join(missing + ([] if hasattr(target, "name") else ["name"]))
-        raise RetrieverLoadError(
-            f"retriever {spec!r}: {target.__name__} lacks {need}; a retriever has `name`, "
-            "`retrieve(request, trace)` and `pins()` (see eval_pipeline.retrieve.protocol)"
-        )
-    return target
+    """The class named by a built-in name, a registered plug-in name or an import path."""
+    return plugins.resolve(KIND, spec)
 
 
 def load_retriever(
     spec: str, env: RetrievalEnv, options: Mapping[str, Any] | None = None
 ) -> Retriever:
-    """Build the retriever `spec` names with `env` and its options."""
-    cls = resolve_retriever_class(spec)
-    try:
-        return cls(env, **dict(options or {}))
-    except TypeError as exc:
-        raise RetrieverLoadError(
-            f"retriever {spec!r}: {cls.__name__}(env, **options) failed: {exc}"
-        ) from None
+    """Build the retriever `spec` names as `cls(env, **options)`."""
+    return plugins.load(KIND, spec, env, options=options)

@@ -7,6 +7,9 @@ LLM layer through `LayerDeepEvalModel`, so their calls are cached and counted as
 
 Every failure (provider outage, invalid output after repair, a deepeval error) becomes an
 unscored MetricResult carrying the error: a judge outage is never a score of 0.
+
+`LongMemEvalJudge` is all of this as the built-in answer judge `longmemeval` of the plug-in
+registry (`score.answer_judge`: the interface another judge implements, and `load_judge`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -27,6 +30,9 @@ from eval_pipeline.llm import (
     harden_deepeval_env,
 )
 from eval_pipeline.score.gate import MetricResult
+
+if TYPE_CHECKING:
+    from eval_pipeline.score.answer_judge import AnswerJudge
 
 JUDGE_PROMPT_VERSION = 1
 CONTEXTUAL_RECALL_THRESHOLD = 0.5
@@ -198,16 +204,19 @@ def judge_batch(
     pairs: list[tuple[Mapping[str, Any], list[str], str | None]],
     *,
     concurrency: int = 4,
+    answer_judge: AnswerJudge | None = None,
 ) -> list[dict[str, MetricResult]]:
-    """Judge many questions, in input order (never completion order)."""
+    """Judge many questions, in input order (never completion order), with `answer_judge`
+    (`score.answer_judge.load_judge`; None: the built-in LongMemEval judge)."""
     judge = layer.role("judge")
+    chosen = answer_judge if answer_judge is not None else LongMemEvalJudge()
 
     async def run() -> list[dict[str, MetricResult]]:
         gate = asyncio.Semaphore(concurrency)
 
         async def one(item):
             async with gate:
-                return await judge_question(judge, *item)
+                return await chosen.judge_question(judge, *item)
 
         return list(await asyncio.gather(*(one(p) for p in pairs)))
 
@@ -226,3 +235,31 @@ def offline_judge_results(
     if not abstention:
         out["contextual_recall"] = MetricResult.unscored(reason)
     return out
+
+
+class LongMemEvalJudge:
+    """The built-in answer judge `longmemeval`: LongMemEval's yes/no protocol (`answer_judge`),
+    deepeval's contextual recall and the GEval answer coverage, all on the judge role."""
+
+    plugin_kind = "judge"
+    name = "longmemeval"
+
+    async def judge_question(
+        self,
+        role: RoleClient,
+        golden: Mapping[str, Any],
+        retrieval_context: list[str],
+        answer: str | None,
+    ) -> dict[str, MetricResult]:
+        return await judge_question(role, golden, retrieval_context, answer)
+
+    def unscored(
+        self, abstention: bool, reason: str = "unscored: no judge"
+    ) -> dict[str, MetricResult]:
+        return offline_judge_results(abstention, reason)
+
+    def prompt_hash(self) -> str:
+        return prompt_hash()
+
+    def pins(self) -> dict[str, Any]:
+        return {"name": self.name, "version": JUDGE_PROMPT_VERSION, "prompt_hash": prompt_hash()}

@@ -49,8 +49,8 @@ def test_parse_provider_spec_accepts_the_cli_forms(
     ("spec", "says"),
     [
         ("", "empty provider spec"),
-        ("gpt-4o-mini", "unknown provider 'gpt-4o-mini'"),
-        ("azure:gpt-4o", "unknown provider 'azure'"),
+        ("gpt-4o-mini", "provider 'gpt-4o-mini': unknown name (a model spec is PROVIDER:MODEL"),
+        ("azure:gpt-4o", "provider 'azure': unknown name (in 'azure:gpt-4o')"),
         ("openai", "needs a model"),
         ("openai:", "needs a model"),
         ("offline:gpt-4o", "takes no model"),

@@ -46,8 +46,8 @@ def test_a_plugin_loads_by_import_path_with_its_config():
 @pytest.mark.parametrize(
     ("spec", "config", "message"),
     [
-        ("magic", None, "unknown reconciler 'magic'.*none, extractive, llm"),
-        ("not a path:Thing", None, "malformed plug-in path"),
+        ("magic", None, "reconciler 'magic': unknown name.*none, extractive, llm"),
+        ("not a path:Thing", None, "malformed import path"),
         ("no_such_package.memory:Thing", None, "cannot import module 'no_such_package.memory'"),
         (
             "eval_pipeline_tests.reconcile.broken_plugin:Thing",
@@ -56,11 +56,11 @@ def test_a_plugin_loads_by_import_path_with_its_config():
         ),
         (f"{PLUGINS}:Missing", None, "has no attribute 'Missing'"),
         (f"{PLUGINS}:not_a_class", None, "is a function, not a class"),
-        (f"{PLUGINS}:NoReconcileMethod", None, "no reconcile\\(session\\) method"),
+        (f"{PLUGINS}:NoReconcileMethod", None, "NoReconcileMethod lacks reconcile\\(\\)"),
         (f"{PLUGINS}:NoVersion", None, "string attribute 'version'"),
         (f"{PLUGINS}:EchoReconciler", {"colour": "red"}, "could not construct.*'colour'"),
-        ("extractive", {"max_chunk_chars": "many"}, "bad config for reconciler 'extractive'"),
-        ("none", {"anything": 1}, "could not construct reconciler 'none'"),
+        ("extractive", {"max_chunk_chars": "many"}, "reconciler 'extractive': bad config"),
+        ("none", {"anything": 1}, "reconciler 'none': could not construct"),
     ],
 )
 def test_a_bad_spec_or_config_fails_with_a_clear_message(spec, config, message):

@@ -40,12 +40,12 @@ def test_plugin_by_import_path_gets_env_and_options():
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("bm25", "unknown retriever 'bm25'"),
+        ("bm25", "retriever 'bm25': unknown name"),
         ("no_such_package.mod:Thing", "cannot import module 'no_such_package.mod'"),
-        (f"{PLUGIN}:Missing", "has no 'Missing'"),
-        (f"{PLUGIN}:not_a_class", "is not a class"),
-        (f"{PLUGIN}:NotARetriever", "lacks retrieve, pins"),
-        (f"{PLUGIN}:", "bad retriever import path"),
+        (f"{PLUGIN}:Missing", "has no attribute 'Missing'"),
+        (f"{PLUGIN}:not_a_class", "is an int, not a class"),
+        (f"{PLUGIN}:NotARetriever", "NotARetriever lacks retrieve"),
+        (f"{PLUGIN}:", "malformed import path"),
     ],
 )
 def test_bad_specs_fail_with_a_clear_message(spec: str, message: str):
