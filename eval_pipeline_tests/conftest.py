@@ -36,7 +36,8 @@ import deepeval.metrics  # noqa: E402,F401
 import deepeval.test_case  # noqa: E402,F401
 
 MEMGRAPH_URI_ENV = "EVAL_TEST_MEMGRAPH_URI"
-_conformance_databases = itertools.count()
+HEAP = "512m"  # the session server's JVM heap
+_databases = itertools.count()
 
 
 def conformance_backends() -> list[str]:
@@ -52,12 +53,24 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def conformance_arcadedb_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def graph_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The session's one embedded ArcadeDB (a JVM start costs seconds): every test that needs
+    a graph gets a database of its own on it (`fresh_database`); a test that stops the server
+    leaves it to the next user, whose `ensure_running()` starts it again."""
     from eval_pipeline.graph import server
 
-    root = tmp_path_factory.mktemp("conformance_arcadedb")
+    root = tmp_path_factory.mktemp("arcadedb")
     yield root
     server.stop(root)
+
+
+def fresh_database(prefix: str = "db") -> str:
+    return f"{prefix}{next(_databases)}"
+
+
+@pytest.fixture(scope="session")
+def conformance_arcadedb_dir(graph_dir: Path) -> Path:
+    return graph_dir
 
 
 @pytest.fixture(params=conformance_backends())
@@ -74,9 +87,7 @@ def backend_store(backend: str, request: pytest.FixtureRequest) -> Iterator:
 
     if backend == "arcadedb":
         root = request.getfixturevalue("conformance_arcadedb_dir")
-        store = GraphStore(
-            data_dir=str(root), database=f"conf{next(_conformance_databases)}", heap="512m"
-        )
+        store = GraphStore(data_dir=str(root), database=fresh_database("conf"), heap=HEAP)
     else:
         store = GraphStore(
             backend="memgraph",
@@ -98,3 +109,20 @@ def pytest_sessionfinish(session, exitstatus):
 
     server.stop(server.resolve_data_dir(None))
     shutil.rmtree(STATE, ignore_errors=True)
+
+
+@pytest.fixture
+def chain(tmp_path: Path, graph_dir: Path):
+    """`eval-pipeline run` in this process, with a state dir, Dagster instance and graph
+    database of this test's own (`chain_runner.Chain`)."""
+    from eval_pipeline_tests.chain_runner import Chain
+
+    return Chain(tmp_path, graph_dir, fresh_database("chain"), env={})
+
+
+@pytest.fixture(scope="module")
+def module_chain(tmp_path_factory: pytest.TempPathFactory, graph_dir: Path):
+    """The same, shared by the tests of one module (one chain's bundle, read many ways)."""
+    from eval_pipeline_tests.chain_runner import Chain
+
+    return Chain(tmp_path_factory.mktemp("chain"), graph_dir, fresh_database("chain"), env={})

@@ -27,9 +27,6 @@ from eval_pipeline.retrieve.provenance import ProvenanceResolver
 from eval_pipeline.retrieve.reader import make_reader
 from eval_pipeline.retrieve.runner import QuestionInput, RetrievalRunner
 from eval_pipeline.score.retrieval_metrics import question_metrics
-from eval_pipeline_tests.graph import conftest as graph_stage
-
-graph_dir = graph_stage.graph_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "notes_memory"

@@ -92,12 +92,28 @@ class Publication:
 def publish(
     context: Any, root: Path, inputs: dict[str, StageOutput] | None = None
 ) -> Iterator[Publication]:
-    """Stage the artifact of the asset `context` executes; on success `stage.json` is written
-    last and the directory renamed into place, so a reader never sees half an artifact. On
-    failure nothing is left behind."""
-    asset = context.asset_key.to_user_string()
-    partition = context.partition_key if context.has_partition_key else None
-    final = artifacts_root(root) / context.run.run_id / asset
+    """Stage the artifact of the asset `context` executes (`publish_as`)."""
+    with publish_as(
+        root,
+        context.asset_key.to_user_string(),
+        context.run.run_id,
+        context.partition_key if context.has_partition_key else None,
+        inputs,
+    ) as pub:
+        yield pub
+
+
+@contextlib.contextmanager
+def publish_as(
+    root: Path,
+    asset: str,
+    run_id: str,
+    partition: str | None = None,
+    inputs: dict[str, StageOutput] | None = None,
+) -> Iterator[Publication]:
+    """Stage an artifact; on success `stage.json` is written last and the directory renamed
+    into place, so a reader never sees half an artifact. On failure nothing is left behind."""
+    final = artifacts_root(root) / run_id / asset
     if partition is not None:
         final = final / partition
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +123,7 @@ def publish(
         yield pub
         output = StageOutput(
             asset=asset,
-            run_id=context.run.run_id,
+            run_id=run_id,
             partition=partition,
             dir=str(final),
             written_at=datetime.now(UTC).isoformat(),
@@ -122,6 +138,13 @@ def publish(
         pub.output = output
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def index_output(root: Path, output: StageOutput, chain: str) -> None:
+    """Make `output` the one chain `chain` hands on, and the latest of its asset."""
+    name = _index_name(output.asset, output.partition)
+    _write_pointer(artifacts_root(root) / "chains" / chain / name, output)
+    _write_pointer(artifacts_root(root) / "latest" / name, output)
 
 
 def load_output(path: Path) -> StageOutput:
@@ -162,11 +185,7 @@ class StageIOManager(dg.IOManager):
     def handle_output(self, context: dg.OutputContext, obj: StageOutput) -> None:
         if not isinstance(obj, StageOutput):
             raise dg.Failure(f"{context.asset_key.to_user_string()} returned no StageOutput")
-        name = _index_name(obj.asset, obj.partition)
-        _write_pointer(
-            self._root() / "chains" / chain_of(context.step_context.dagster_run) / name, obj
-        )
-        _write_pointer(self._root() / "latest" / name, obj)
+        index_output(self.root, obj, chain_of(context.step_context.dagster_run))
 
     def load_input(self, context: dg.InputContext) -> StageOutput | dict[str, StageOutput]:
         asset = context.asset_key.to_user_string()

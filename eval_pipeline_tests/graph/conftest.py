@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline.graph import server
 from eval_pipeline.graph.store import GraphStore
 
 
@@ -44,13 +43,6 @@ def write_fixtures(
             }
             fh.write(json.dumps(fixture, ensure_ascii=False) + "\n")
     return path
-
-
-@pytest.fixture(scope="session")
-def graph_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("arcadedb")
-    yield root
-    server.stop(root)
 
 
 @pytest.fixture(scope="session")

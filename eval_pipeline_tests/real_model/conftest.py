@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline.graph import server
 from eval_pipeline.graph.inject import inject_fixtures
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMConfigError, LLMLayer, LLMSettings, local_models, local_server
@@ -78,10 +77,8 @@ def make_local_layer(local_spec: str, llama_server, tmp_path: Path):
 
 
 @pytest.fixture(scope="session")
-def real_graph_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    data_dir = tmp_path_factory.mktemp("real_model_arcadedb")
-    yield data_dir
-    server.stop(data_dir)
+def real_graph_dir(graph_dir: Path) -> Path:
+    return graph_dir  # the session's one server (eval_pipeline_tests/conftest.py)
 
 
 @pytest.fixture(scope="session")

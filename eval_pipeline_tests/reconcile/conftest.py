@@ -12,15 +12,10 @@ import pytest
 from eval_pipeline.graph.inject import inject_fixtures
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy, RoleConfig
-from eval_pipeline_tests.graph import conftest as graph_stage
 from eval_pipeline_tests.wire_server import WireServer
 
 from .fake_model import respond
 from .graph_fixtures import write_fixtures
-
-# The graph stage's session-scoped server directory, registered here too: one embedded
-# ArcadeDB (its own JVM), started on first use and stopped at the end of the session.
-graph_dir = graph_stage.graph_dir
 
 FAST_RETRY = RetryPolicy(backoff_base_s=0.001, backoff_max_s=0.01, jitter=False)
 

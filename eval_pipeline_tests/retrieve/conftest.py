@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline.graph import server
 from eval_pipeline.graph.inject import inject_fixtures
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline_tests.retrieve.fixture_graph import write_fixtures
@@ -22,10 +21,8 @@ _scratch_ids = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def arcadedb_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    data_dir = tmp_path_factory.mktemp("retrieval_arcadedb")
-    yield data_dir
-    server.stop(data_dir)
+def arcadedb_dir(graph_dir: Path) -> Path:
+    return graph_dir  # the session's one server (eval_pipeline_tests/conftest.py)
 
 
 @pytest.fixture(scope="session")

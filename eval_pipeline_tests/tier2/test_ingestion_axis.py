@@ -30,10 +30,8 @@ from eval_pipeline.tier2.ingestion import (
 )
 from eval_pipeline.tier2.load import load_scenarios
 from eval_pipeline.tier2.schema import Tier2SchemaError
-from eval_pipeline_tests.graph import conftest as graph_stage
 from eval_pipeline_tests.tier2.support import make_corpus, scenario
 
-graph_dir = graph_stage.graph_dir
 EXE = str(Path(sys.executable).with_name("eval-pipeline"))
 _databases = itertools.count()
 
