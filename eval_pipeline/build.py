@@ -16,13 +16,16 @@ from eval_pipeline.config import (
     ReconcileConfig,
     RepeatConfig,
     RetrievalConfig,
+    ScoringConfig,
 )
 from eval_pipeline.graph.dialects import DIALECTS
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMLayer, LLMSettings
+from eval_pipeline.llm.layer import layer_for
 from eval_pipeline.reconcile.registry import load_reconciler
 from eval_pipeline.retrieve.protocol import RetrievalEnv, Retriever, load_retriever
 from eval_pipeline.retrieve.reader import Reader, make_reader
+from eval_pipeline.score.answer_judge import AnswerJudge, load_judge
 
 DEFAULT_RECONCILE_CONCURRENCY = 4  # offline reconcilers: the graph writer is the bottleneck
 
@@ -44,21 +47,11 @@ def graph_store(config: GraphConfig) -> GraphStore:
 
 
 def llm_layer(
-    roles: Mapping[str, ModelRole], *, sample_identity: str | None = None, **settings: Any
+    roles: Mapping[str, ModelRole], *, sample_identity: str | None = None
 ) -> LLMLayer | None:
     """One LLM layer for the given model roles, or None when every one is offline."""
-    online = {name: role for name, role in roles.items() if not role.offline}
-    if not online:
-        return None
-    if sample_identity:
-        settings["sample_identity"] = sample_identity
-    return LLMLayer(
-        LLMSettings.from_specs(
-            {name: role.model for name, role in online.items()},
-            role_overrides={name: role.overrides() for name, role in online.items()},
-            **settings,
-        )
-    )
+    extra = {"sample_identity": sample_identity} if sample_identity else {}
+    return layer_for({name: (r.model, r.overrides()) for name, r in roles.items()}, **extra)
 
 
 def role_pins(name: str, role: ModelRole) -> dict[str, Any] | None:
@@ -67,6 +60,10 @@ def role_pins(name: str, role: ModelRole) -> dict[str, Any] | None:
         return None
     settings = LLMSettings.from_specs({name: role.model}, role_overrides={name: role.overrides()})
     return settings.role(name).pins()
+
+
+def answer_judge(config: ScoringConfig) -> AnswerJudge:
+    return load_judge(config.method, config.method_options)
 
 
 def reconcile_layer(config: ReconcileConfig, repeat: RepeatConfig) -> LLMLayer | None:

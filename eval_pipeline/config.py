@@ -76,9 +76,9 @@ class ModelRole(dg.Config):
         return self.model.strip() == "offline"
 
     def overrides(self) -> dict[str, Any]:
-        """The settings given, as `RoleConfig` fields."""
-        fields = ("timeout_s", "concurrency", "max_tokens", "structured_output")
-        return {k: getattr(self, k) for k in fields if getattr(self, k) is not None}
+        """The settings given (every field but the model), as `RoleConfig` fields."""
+        values = self.model_dump(exclude={"model"}, exclude_none=True)
+        return values
 
 
 def _role(flag: str, prefix: str, help_: str) -> Any:
@@ -108,12 +108,12 @@ class CorpusConfig(dg.Config):
     revision: str = Field(
         default=HF_REVISION,
         description="Hugging Face commit (40 hex)",
-        json_schema_extra=cli("--revision"),
+        json_schema_extra=cli("--revision", "SHA"),
     )
     sha256: str | None = Field(
         default=None,
         description="expected sha256 of the upstream file (overrides the pin)",
-        json_schema_extra=cli("--sha256"),
+        json_schema_extra=cli("--sha256", "SHA256"),
     )
     cache_dir: str | None = Field(default=None, description="a pre-seeded Hugging Face cache")
     sample: int | None = Field(
@@ -285,6 +285,14 @@ class ScoringConfig(dg.Config):
     """Judging, tokens, the gate and where bundles go."""
 
     judge: ModelRole = _role("--judge", "judge", "judge model (default: none, unscored)")
+    method: str = Field(
+        default="longmemeval",
+        description="the answer judge: longmemeval | a registered judge | pkg.mod:Class",
+        json_schema_extra=cli("--judge-method", "NAME"),
+    )
+    method_options: dict[str, Any] = Field(
+        default_factory=dict, description="keyword options for the answer judge's constructor"
+    )
     tokenizer: str = Field(default="o200k_base", description="pinned tiktoken encoding")
     gate_k: int = Field(default=10, ge=1, description="evidence recall gate: recall_all@k")
     runs_dir: str | None = Field(

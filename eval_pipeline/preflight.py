@@ -21,6 +21,7 @@ from eval_pipeline.corpus.errors import CorpusError
 from eval_pipeline.corpus.upstream import check_resolvable
 from eval_pipeline.graph.store import BATCH_PLACEHOLDER
 from eval_pipeline.llm import LLMConfigError, LLMError
+from eval_pipeline.plugins.errors import PluginLoadError
 from eval_pipeline.reconcile.protocol import ReconcileError
 
 BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
@@ -116,6 +117,14 @@ def _safe(spec: str) -> str:
     return safe_spec(spec)
 
 
+def _option_error(option: str, value: str, exc: BaseException) -> PreflightError:
+    """One line naming the option: a plug-in that cannot load says what failed and what to
+    do (its own kind and spec would only repeat the option)."""
+    if isinstance(exc, PluginLoadError):
+        return PreflightError(f"{option} {value}: {exc.problem}; {exc.remedy}")
+    return PreflightError(f"{option} {value}: {_failure_text(exc)}")
+
+
 def _failure_text(exc: BaseException) -> str:
     text = getattr(exc, "description", None) or str(exc)  # a dg.Failure keeps it apart
     return " ".join(str(text or type(exc).__name__).split())
@@ -155,9 +164,7 @@ def preflight(run: RunConfig) -> None:
             layers.append(layer)
             build.reconciler(run.reconcile, layer)  # constructed is enough: nothing is called
         except (LLMError, ReconcileError, ValueError) as exc:
-            raise PreflightError(
-                f"--reconciler {run.reconcile.reconciler}: {_failure_text(exc)}"
-            ) from None
+            raise _option_error("--reconciler", run.reconcile.reconciler, exc) from None
         try:
             layer = build.retrieval_layer(run.retrieval, run.repeat)
             layers.append(layer)
@@ -165,9 +172,11 @@ def preflight(run: RunConfig) -> None:
             env = RetrievalEnv(store=store, backend=store.dialect.name, llm=layer)
             build.retriever_and_reader(run.retrieval, env, layer)
         except (LLMError, ValueError) as exc:
-            raise PreflightError(
-                f"--retriever {run.retrieval.retriever}: {_failure_text(exc)}"
-            ) from None
+            raise _option_error("--retriever", run.retrieval.retriever, exc) from None
+        try:
+            build.answer_judge(run.scoring)
+        except ValueError as exc:
+            raise _option_error("--judge-method", run.scoring.method, exc) from None
         try:
             layers.append(build.llm_layer({"judge": run.scoring.judge}))
         except (LLMConfigError, LLMError, ValueError) as exc:

@@ -38,6 +38,9 @@ ROLE_SETTINGS = {
 }
 
 
+METAVARS = {int: "N", float: "S"}
+
+
 class UsageError(Exception):
     """A bad option or input the user can fix: printed as one line."""
 
@@ -112,8 +115,8 @@ def add_run_options(p: argparse.ArgumentParser, only: tuple[str, ...] | None = N
                 kwargs["choices"] = extra["choices"]
             elif kind in (int, float):
                 kwargs["type"] = kind
-            if "metavar" in extra:
-                kwargs["metavar"] = extra["metavar"]
+            if "choices" not in kwargs:
+                kwargs["metavar"] = extra.get("metavar") or METAVARS.get(kind, "VALUE")
         target.add_argument(flag, **kwargs)
     if only is not None:
         return

@@ -24,7 +24,6 @@ from eval_pipeline.corpus.batches import BatchKey, partitioning_pin
 from eval_pipeline.corpus.convert import GOLDENS_FILE
 from eval_pipeline.llm.accounting import merge_usage
 from eval_pipeline.score.judge_check import judge_agreement_pins
-from eval_pipeline.score.judges import prompt_hash
 from eval_pipeline.score.tokens import PayloadTokenizer
 from eval_pipeline.settings import REPO_DIR
 from eval_pipeline.tier2.metrics import criteria_prompt_hash
@@ -203,6 +202,7 @@ def build_manifest(
     memory = merged_memory(batches)
     reconciled = [o.find("reconciled_graph") for o in batches]
     judged = not scoring.judge.offline
+    method = build.answer_judge(scoring)
     return {
         "pins": {
             "corpus": {
@@ -229,13 +229,16 @@ def build_manifest(
             "reader": retrieval_pins.get("reader"),
             "judge": {
                 "model": scoring.judge.model,
-                "prompt_hash": prompt_hash() if judged else None,
+                # The answer judge's own prompts (the built-in's: LongMemEval's protocol); a
+                # plug-in judge's hash differs, so runs judged another way never compare.
+                "prompt_hash": method.prompt_hash() if judged else None,
                 "criteria_prompt_hash": criteria_prompt_hash() if judged else None,
                 # The invariant judge's pin, and the stored judge-check of each prompt.
                 **judge_agreement_pins(scoring.judge.model),
                 # The judge role's own pins: for `local`, the weights' sha256, the server's
                 # version and its sampling settings (the spec alone does not name the weights).
                 "role": build.role_pins("judge", scoring.judge),
+                **({"method": method.pins()} if judged else {}),
             },
             # Reader and graph-agent roles as retrieval ran them (weights sha256 for `local`).
             "llm_roles": {

@@ -35,12 +35,13 @@ from eval_pipeline.corpus.batches import batch_keys
 from eval_pipeline.corpus.convert import GOLDENS_FILE, MANIFEST_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.llm import LLMLayer, ensure_no_confident_upload
+from eval_pipeline.plugins.errors import PluginLoadError
 from eval_pipeline.retrieve.results import QuestionRetrieval
 from eval_pipeline.runs.bundle import write_bundle
 from eval_pipeline.runs.calibrate import floor_key
 from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.report import write_run_report
-from eval_pipeline.score.judges import judge_batch, offline_judge_results
+from eval_pipeline.score.judges import judge_batch
 from eval_pipeline.score.scorer import retrieval_unmeasured, score_question
 from eval_pipeline.score.summary import summarize, summary_markdown
 from eval_pipeline.score.tokens import PayloadTokenizer
@@ -147,6 +148,7 @@ def headline(summary: dict) -> dict[str, float | int | None]:
 
 
 NOT_JUDGED = "not judged: retrieval was not measured (infrastructure failure)"
+NO_JUDGE = "unscored: no judge"
 MAX_QUESTION_ROWS = 200
 
 
@@ -310,12 +312,16 @@ def _judge(
     def abstains(r: QuestionRetrieval) -> bool:
         return bool(goldens[r.question_id]["additional_metadata"]["abstention"])
 
+    try:
+        method = build.answer_judge(scoring)
+    except PluginLoadError as exc:
+        raise dg.Failure(str(exc)) from None
     layer = judge_layer(scoring, repeat)
     try:
         judged: list[dict] = [
-            offline_judge_results(abstains(r), reason=NOT_JUDGED)
+            method.unscored(abstains(r), NOT_JUDGED)
             if retrieval_unmeasured(r)
-            else offline_judge_results(abstains(r))  # no judge: "unscored: no judge"
+            else method.unscored(abstains(r), NO_JUDGE)
             if layer is None
             else {}
             for r in retrievals
@@ -336,6 +342,7 @@ def _judge(
                 for i in todo
             ],
             concurrency=judge_concurrency(layer),
+            answer_judge=method,
         )
         for i, result in zip(todo, results, strict=True):
             judged[i] = result

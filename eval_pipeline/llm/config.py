@@ -14,7 +14,6 @@ A provider is a built-in (`ProviderName`) or a plug-in registered under a name
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -75,13 +74,6 @@ LOCAL_ROLE_MAX_TOKENS: dict[str, int] = {
     "retrieval_agent": 512,
     "reconciler": 1024,
 }
-# Per-role settings a user may give (CLI `--ROLE-timeout` etc., or --config).
-ROLE_SETTING_FIELDS: tuple[str, ...] = (
-    "timeout_s",
-    "concurrency",
-    "max_tokens",
-    "structured_output",
-)
 
 ENV_NAME_PATTERN = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
 
@@ -464,57 +456,6 @@ def plugin_provider(name: str, *, model_spec: str | None = None) -> ProviderPlug
         raise ProviderLoadError(
             exc.kind, exc.spec, f"{exc.problem} ({where})", exc.remedy
         ) from None
-
-
-# The CLI options of each role's settings, e.g. --judge-timeout (RoleConfig field → suffix).
-ROLE_OPTION_PREFIXES: dict[str, str] = {
-    "reader": "reader",
-    "judge": "judge",
-    "retrieval_agent": "retrieval-agent",
-    "reconciler": "reconciler",
-}
-ROLE_SETTING_OPTIONS: dict[str, str] = {
-    "timeout_s": "timeout",
-    "concurrency": "concurrency",
-    "max_tokens": "max-tokens",
-    "structured_output": "structured-output",
-}
-
-
-def parse_role_settings(text: str | Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """Per-role settings as the chain's resources carry them: a JSON object
-    `{role: {timeout_s, concurrency, max_tokens, structured_output}}` (None values dropped).
-    Each value is checked as RoleConfig would check it; LLMConfigError names the bad one."""
-    if text is None or text == "":
-        return {}
-    try:
-        data = json.loads(text) if isinstance(text, str) else dict(text)
-    except ValueError as exc:
-        raise LLMConfigError(f"LLM role settings are not JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise LLMConfigError("LLM role settings must be a JSON object {role: {setting: value}}")
-    out: dict[str, dict[str, Any]] = {}
-    for role, values in data.items():
-        if role not in ROLE_NAMES:
-            raise LLMConfigError(f"LLM role settings: unknown role {role!r}")
-        if not isinstance(values, dict):
-            raise LLMConfigError(f"LLM role settings: {role}: expected an object")
-        kept = {k: v for k, v in values.items() if v is not None}
-        for key, value in kept.items():
-            if key not in ROLE_SETTING_FIELDS:
-                raise LLMConfigError(
-                    f"LLM role settings: {role}: unknown setting {key!r}; "
-                    f"settings are {list(ROLE_SETTING_FIELDS)}"
-                )
-            try:
-                RoleConfig.model_validate({"provider": "local", key: value})
-            except ValidationError as exc:
-                option = f"--{ROLE_OPTION_PREFIXES[role]}-{ROLE_SETTING_OPTIONS[key]}"
-                message = exc.errors()[0]["msg"].removeprefix("Value error, ")
-                raise LLMConfigError(f"{option} {value!r}: {message}") from None
-        if kept:
-            out[role] = kept
-    return out
 
 
 def local_pins(model: str | None) -> dict[str, Any]:

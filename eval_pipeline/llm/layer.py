@@ -34,7 +34,7 @@ import secrets
 import threading
 import time
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -607,3 +607,20 @@ def _sum_or_none(values: Any) -> int | None:
     if any(v is None for v in items):
         return None
     return sum(items)
+
+
+def layer_for(
+    roles: Mapping[str, tuple[str, Mapping[str, Any]]], **settings: Any
+) -> LLMLayer | None:
+    """The one way a run builds its layer: each named role as (its PROVIDER:MODEL spec, its
+    setting overrides such as timeout_s); None when every role named is offline."""
+    online = {name: role for name, role in roles.items() if role[0].strip() != "offline"}
+    if not online:
+        return None
+    return LLMLayer(
+        LLMSettings.from_specs(
+            {name: spec for name, (spec, _) in online.items()},
+            role_overrides={name: dict(overrides) for name, (_, overrides) in online.items()},
+            **settings,
+        )
+    )

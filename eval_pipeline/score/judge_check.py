@@ -10,7 +10,7 @@ scoring functions themselves, on the layer scoring builds:
   (`tier2.invariant_judge.invariant_judge`), against that golden's signal events; pinned by
   `invariant_prompt_hash()`, labelled by `invariant_items` (the invariant verdict).
 
-The layer is `judge_layer.judge_layer(judge)`, the builder scoring judges with: same
+The layer is `llm.layer.layer_for`, the builder scoring judges with: same
 provider settings, same response cache (`<state dir>`), no sample identity (as in a run
 without repeats), so a check and a run share cached verdicts of identical calls.
 
@@ -56,6 +56,7 @@ from eval_pipeline.corpus.judge_labels import (
     load_probes,
 )
 from eval_pipeline.llm import LLMLayer
+from eval_pipeline.llm.layer import layer_for
 from eval_pipeline.llm.role_check import ModelRoleError, check_model_roles
 from eval_pipeline.score.agreement import (
     AgreementResult,
@@ -72,7 +73,6 @@ from eval_pipeline.score.agreement import (
     write_check,
 )
 from eval_pipeline.score.gate import MetricResult
-from eval_pipeline.score.judge_layer import judge_layer
 from eval_pipeline.score.judges import longmemeval_judge, prompt_hash
 from eval_pipeline.settings import state_dir
 from eval_pipeline.tier2.invariant_judge import (
@@ -205,9 +205,9 @@ def _probe_sides(pairs: Sequence[ProbePair]) -> list[tuple[ProbePair, str]]:
 
 
 def scoring_judge_layer(judge: str) -> LLMLayer:
-    """The layer scoring builds for this judge (`judge_layer`, its own builder, not a copy
+    """The layer scoring builds for this judge (`layer_for`, its own builder, not a copy
     of it: same provider settings, same cache, no sample identity as in a non-repeat run)."""
-    layer = judge_layer(judge)
+    layer = layer_for({"judge": (judge, {})})
     if layer is None:  # pragma: no cover - check_judge_spec refuses offline first
         raise JudgeCheckError("--judge: offline gives no verdict")
     return layer

@@ -1,0 +1,158 @@
+"""One run configuration: `RunConfig` is the only place an option of a chain is stated. The
+flags of `eval-pipeline run`, the keys of a --config file and the Dagster run config of the
+jobs all come from it, and a value is checked the same way whichever way it came in."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import dagster as dg
+import pytest
+from dagster._config import ConfigTypeKind
+from pydantic import BaseModel
+
+from eval_pipeline.cli import build_parser
+from eval_pipeline.config import SECTIONS, ModelRole, RunConfig
+from eval_pipeline.definitions import defs
+from eval_pipeline.run_cli import UsageError, config_tree, run_config_from_args, run_flags
+
+OWN_FLAGS = {"-h", "--help", "--config", "--verbose"}  # the CLI's own, not the chain's
+
+
+def run_parser() -> argparse.ArgumentParser:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices["run"]
+
+
+def leaves(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    out = set()
+    for name, field in model.model_fields.items():
+        kind = field.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            out |= leaves(kind, (*prefix, name))
+        else:
+            out.add((*prefix, name))
+    return out
+
+
+def test_every_flag_of_run_is_a_field_of_the_run_configuration():
+    parser_flags = {
+        flag for action in run_parser()._actions for flag in action.option_strings
+    } - OWN_FLAGS
+    assert parser_flags == set(run_flags())
+    fields = leaves(RunConfig)
+    for flag, (path, _) in run_flags().items():
+        assert path in fields, flag
+
+
+def test_a_flag_says_what_its_field_says():
+    by_flag = {f: a for a in run_parser()._actions for f in a.option_strings}
+    for flag, (path, field) in run_flags().items():
+        action = by_flag[flag]
+        assert action.dest == "__".join(path)
+        assert field.description and action.help.startswith(field.description), flag
+    assert by_flag["--scope"].choices == ["question", "batch"]
+    assert by_flag["--judge-structured-output"].choices == ["json_schema", "json_object", "prompt"]
+    assert by_flag["--top-k"].type is int and by_flag["--judge-timeout"].type is float
+
+
+def _schema_fields(config_type: Any) -> set[tuple[str, ...]]:
+    """Leaf paths of a Dagster config type (Shape fields, recursively)."""
+    out = set()
+    for name, field in config_type.fields.items():
+        inner = field.config_type
+        if inner.kind == ConfigTypeKind.NONEABLE:
+            inner = inner.inner_type
+        if ConfigTypeKind.is_shape(inner.kind):
+            out |= {(name, *p) for p in _schema_fields(inner)}
+        else:
+            out.add((name,))
+    return out
+
+
+@pytest.mark.parametrize("job", ["eval_chain", "eval_stage"])
+def test_the_dagster_run_config_is_the_run_configuration(job):
+    """Each section is the typed, nested config of the resource of its name: no JSON strings,
+    nothing added or left out, in the job the Launchpad shows and in the stages' job."""
+    schema = defs.resolve_job_def(job).run_config_schema.config_type
+    resources = schema.fields["resources"].config_type
+    for name, section in SECTIONS.items():
+        config = resources.fields[name].config_type.fields["config"].config_type
+        assert _schema_fields(config) == leaves(section), name
+    roles = resources.fields["retrieval"].config_type.fields["config"].config_type
+    reader = roles.fields["reader"].config_type
+    assert set(reader.fields) == set(ModelRole.model_fields)
+
+
+def test_a_configuration_is_valid_run_config_of_the_chain():
+    run = RunConfig.model_validate(
+        {"corpus": {"sample": 8, "tier": "all"}, "scoring": {"judge": {"model": "local"}}}
+    )
+    job = defs.resolve_job_def("eval_chain")
+    assert job.run_config_schema.config_type  # resolvable
+    result = dg._config.validate_config(
+        job.run_config_schema.config_type, {"resources": run.resources_config()}
+    )
+    assert result.success, result.errors
+
+
+def parse(*argv: str) -> RunConfig:
+    return run_config_from_args(run_parser().parse_args(list(argv)))[0]
+
+
+def test_flags_file_keys_and_sections_give_the_same_configuration(tmp_path):
+    flat = tmp_path / "flat.yaml"
+    flat.write_text("sample: 12\ntop-k: 5\njudge-timeout: 30\nreconciler: consolidating\n")
+    nested = tmp_path / "nested.yaml"
+    nested.write_text(
+        "corpus: {sample: 12}\nretrieval: {top_k: 5}\n"
+        "scoring: {judge: {timeout_s: 30}}\nreconcile: {reconciler: consolidating}\n"
+    )
+    by_flags = parse("--sample", "12", "--top-k", "5", "--judge-timeout", "30",
+                     "--reconciler", "consolidating")  # fmt: skip
+    assert parse("--config", str(flat)) == by_flags == parse("--config", str(nested))
+    assert by_flags.retrieval.top_k == 5 and by_flags.scoring.judge.timeout_s == 30.0
+
+
+def test_the_command_line_wins_over_the_file(tmp_path):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("top_k: 5\nseed: 3\n")
+    run = parse("--config", str(cfg), "--top-k", "7")
+    assert (run.retrieval.top_k, run.corpus.seed) == (7, 3)
+
+
+def test_an_unknown_key_is_one_line_naming_it_and_the_valid_ones(tmp_path):
+    with pytest.raises(UsageError, match="unknown key 'top-kk'.*top-k") as err:
+        config_tree({"top-kk": 5}, tmp_path / "x.yaml")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--top-k", "0"], "option --top-k: "),
+        (["--judge-timeout", "0"], "option --judge-timeout: "),
+        (["--reader-concurrency", "0"], "option --reader-concurrency: "),
+        (["--reader", "nope:x"], "option --reader: provider 'nope': unknown name"),
+        (["--variant", "oracle"], "option --variant: "),
+        (["--repeat-salt", "bad salt"], "option --repeat-salt: "),
+    ],
+)
+def test_a_bad_value_names_its_flag(argv, says):
+    with pytest.raises(UsageError, match=says):
+        parse(*argv)
+
+
+def test_a_bad_value_in_a_file_names_its_flag_too(tmp_path):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("retrieval:\n  reader:\n    structured_output: xml\n")
+    with pytest.raises(UsageError, match="option --reader-structured-output: must be one of"):
+        parse("--config", str(cfg))
+
+
+def test_an_option_without_a_flag_is_still_a_file_key(tmp_path):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("retrieval:\n  max_steps: 3\n  options: {rank_by: bm25}\n")
+    run = parse("--config", str(cfg))
+    assert run.retrieval.max_steps == 3 and run.retrieval.options == {"rank_by": "bm25"}
