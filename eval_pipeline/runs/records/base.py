@@ -26,9 +26,11 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 WRITING = "eval_pipeline.records.writing"  # validation context key: strict, for a writer
 LEGACY_VERSION = 1  # what a record without `schema_version` is read as
+UNKNOWN_FIELD = "unknown_field"  # the error type of a field the model does not declare
 _MAX_ERRORS = 5
 
 
@@ -44,8 +46,11 @@ class Part(BaseModel):
     @model_validator(mode="after")
     def _no_unknown_field_when_writing(self, info: ValidationInfo) -> Self:
         if self.model_extra and (info.context or {}).get(WRITING):
-            names = ", ".join(sorted(self.model_extra))
-            raise ValueError(f"unknown field(s) {names}: not in the record's model")
+            raise PydanticCustomError(
+                UNKNOWN_FIELD,
+                "unknown field(s) {names}: not in the record's model",
+                {"names": sorted(self.model_extra)},
+            )
         return self
 
 
@@ -79,11 +84,17 @@ R = TypeVar("R", bound=Record)
 def error_text(exc: ValidationError, limit: int = _MAX_ERRORS) -> str:
     """`field.path: message` per error (the first few), on one line."""
     parts = []
-    for err in exc.errors()[:limit]:
-        where = ".".join(str(p) for p in err["loc"]) or "(record)"
-        parts.append(f"{where}: {err['msg']}")
-    more = len(exc.errors()) - limit
-    return "; ".join(parts) + (f"; … {more} more" if more > 0 else "")
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        if err["type"] == UNKNOWN_FIELD:
+            # Named where it is, like any other field.
+            parts += [".".join([*loc, n]) + ": unknown field" for n in err["ctx"]["names"]]
+        else:
+            parts.append(
+                f"{'.'.join(loc) or '(record)'}: {err['msg'].removeprefix('Value error, ')}"
+            )
+    more = len(parts) - limit
+    return "; ".join(parts[:limit]) + (f"; … {more} more" if more > 0 else "")
 
 
 def for_writing(model: type[Record], value: Record | Mapping[str, Any], where: str) -> dict:
