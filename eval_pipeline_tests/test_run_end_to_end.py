@@ -70,7 +70,8 @@ def test_offline_run_writes_a_complete_bundle(offline_run):
     rows = list(read_jsonl(run_dir / "results.jsonl"))
     hyps = list(read_jsonl(run_dir / "hypotheses.jsonl"))
     assert len(rows) == len(hyps) == 31
-    assert set(hyps[0]) == {"question_id", "hypothesis"}
+    # The upstream scorer's two fields, and the record's version (the scorer ignores it).
+    assert set(hyps[0]) == {"schema_version", "question_id", "hypothesis"}
     assert all(r["metrics"]["answer_judge"]["score"] is None for r in rows)  # no judge: unscored
 
 

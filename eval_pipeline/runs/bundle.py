@@ -5,6 +5,11 @@ place in one step, so a reader never sees half a run and an existing run is neve
 Before the bundle is published, every file's text is checked for secret values from the
 environment (whole, or any long run of one); a hit is redacted and reported rather than saved,
 and the files are private (0600).
+
+Every record is validated through its model (`eval_pipeline.runs.records`) before anything
+is written: a mismatch raises `RecordError` naming the file, the record and the field, and
+no directory is created. Records may be given as the models or as the dicts a writer built;
+what is written is the fields given plus `schema_version`.
 """
 
 from __future__ import annotations
@@ -14,12 +19,21 @@ import re
 import secrets
 import shutil
 import tempfile
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from eval_pipeline.corpus.jsonl import dumps_line, write_json, write_jsonl
 from eval_pipeline.llm.credentials import PRIVATE_FILE, redact_tree
+from eval_pipeline.runs.records import (
+    Hypothesis,
+    Manifest,
+    RecordError,
+    ResultRow,
+    Summary,
+    for_writing,
+)
 
 BUNDLE_FILES = ("manifest.json", "results.jsonl", "summary.json", "hypotheses.jsonl")
 _SECRET_NAME = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
@@ -37,25 +51,61 @@ def run_dir_name(label: str | None, started: datetime) -> str:
     return "-".join(p for p in (stamp, clean, suffix) if p)
 
 
-def hypotheses(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
+def hypotheses(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The upstream LongMemEval scorer's input (tier 1 only: it knows no other questions);
     a question with no answer gets an empty hypothesis."""
     return [
-        {"question_id": r["question_id"], "hypothesis": r["answer"] or ""}
+        for_writing(
+            Hypothesis,
+            {"question_id": r["question_id"], "hypothesis": r["answer"] or ""},
+            Hypothesis.FILE,
+        )
         for r in rows
         if r.get("tier", 1) == 1
     ]
 
 
+def bundle_records(
+    manifest: Manifest | Mapping[str, Any],
+    rows: Iterable[ResultRow | Mapping[str, Any]],
+    summary: Summary | Mapping[str, Any],
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any], list[dict[str, Any]]]:
+    """(manifest, rows, summary, hypotheses) as the bundle's files hold them, each checked
+    through its model; RecordError names the first record that does not match."""
+    checked_manifest = for_writing(Manifest, manifest, Manifest.FILE)
+    checked_rows = []
+    seen: set[str] = set()
+    for n, row in enumerate(rows, 1):
+        qid = (
+            row.get("question_id")
+            if isinstance(row, Mapping)
+            else getattr(row, "question_id", None)
+        )
+        where = f"{ResultRow.FILE} line {n}" + (f" (question {qid})" if qid else "")
+        checked = for_writing(ResultRow, row, where)
+        if checked["question_id"] in seen:
+            # load_run refuses such a bundle: never write one.
+            raise RecordError(f"{where}: question_id {qid!r} appears twice")
+        seen.add(checked["question_id"])
+        checked_rows.append(checked)
+    checked_summary = for_writing(Summary, summary, Summary.FILE)
+    return checked_manifest, checked_rows, checked_summary, hypotheses(checked_rows)
+
+
 def write_bundle(
     runs_dir: Path,
     *,
-    manifest: dict[str, Any],
-    rows: list[dict[str, Any]],
-    summary: dict[str, Any],
+    manifest: Manifest | Mapping[str, Any],
+    rows: Iterable[ResultRow | Mapping[str, Any]],
+    summary: Summary | Mapping[str, Any],
     label: str | None = None,
     started: datetime | None = None,
 ) -> Path:
+    """Check every record, then publish the bundle in one rename; its directory path."""
+    try:
+        manifest, rows, summary, hyps = bundle_records(manifest, rows, summary)
+    except RecordError as exc:
+        raise RecordError(f"run bundle not written: {exc}") from None
     runs_dir = Path(runs_dir)
     runs_dir.mkdir(parents=True, exist_ok=True)
     started = started or datetime.now(UTC)
@@ -67,7 +117,7 @@ def write_bundle(
         write_json(stage / "manifest.json", manifest)
         write_jsonl(stage / "results.jsonl", rows)
         write_json(stage / "summary.json", summary)
-        write_jsonl(stage / "hypotheses.jsonl", hypotheses(rows))
+        write_jsonl(stage / "hypotheses.jsonl", hyps)
         # The project's one redaction: every secret value, whole or any long run of it (an
         # echo that dropped the `sk-` prefix), and private permissions.
         redactions = redact_tree(stage)

@@ -1,7 +1,13 @@
 """Read a run bundle back: the manifest, one validated row per question, the summary.
 
-Only the fields comparison, calibration and reports need are validated; the rest of each row
-is kept as it is (`extra="allow"`), so a newer bundle with more fields still loads.
+Every file is parsed through its record model (`eval_pipeline.runs.records`): a bundle that
+does not match is a BundleError naming the file, line and field. A record without
+`schema_version` (a bundle from before versioning) reads as version 1; a field this code
+does not know is kept, so a newer bundle with more fields still loads.
+
+Readers keep the access they had: `manifest` and `summary` are the dicts as read, and each
+row is a `ResultRow` view (tier as text, the fields they use typed, the rest kept as it is).
+The typed records are on `RunBundle.records` for code that wants them.
 """
 
 from __future__ import annotations
@@ -14,7 +20,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from eval_pipeline.corpus.jsonl import read_jsonl
+from eval_pipeline.runs import records
 from eval_pipeline.runs.bundle import BUNDLE_FILES
+from eval_pipeline.runs.records import for_reading
 
 
 class BundleError(ValueError):
@@ -32,7 +40,8 @@ class MetricEntry(BaseModel):
 
 
 class ResultRow(BaseModel):
-    """One line of results.jsonl. `covered` is None when the question was not scored."""
+    """A reader's view of one line of results.jsonl (the record is `records.ResultRow`).
+    `covered` is None when the question was not scored."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -53,11 +62,21 @@ class ResultRow(BaseModel):
         return str(value)
 
 
+class BundleRecords(BaseModel):
+    """A bundle's files as their typed records."""
+
+    manifest: records.Manifest
+    rows: list[records.ResultRow]
+    summary: records.Summary
+    hypotheses: list[records.Hypothesis]
+
+
 class RunBundle(BaseModel):
     path: Path
     manifest: dict[str, Any]
     rows: list[ResultRow]
     summary: dict[str, Any]
+    records: BundleRecords | None = None  # None for a bundle not read by load_run
 
     @property
     def name(self) -> str:
@@ -118,14 +137,32 @@ def load_run(path: str | Path) -> RunBundle:
     try:
         manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
         summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
-        rows = [ResultRow.model_validate(r) for r in read_jsonl(path / "results.jsonl")]
-    except (ValueError, ValidationError) as exc:
+        raw_rows = list(read_jsonl(path / "results.jsonl"))
+        typed = BundleRecords(
+            manifest=for_reading(records.Manifest, manifest, "manifest.json"),
+            rows=[
+                for_reading(records.ResultRow, r, _row_where(n, r))
+                for n, r in enumerate(raw_rows, 1)
+            ],
+            summary=for_reading(records.Summary, summary, "summary.json"),
+            hypotheses=[
+                for_reading(records.Hypothesis, h, f"hypotheses.jsonl line {n}")
+                for n, h in enumerate(read_jsonl(path / "hypotheses.jsonl"), 1)
+            ],
+        )
+        rows = [ResultRow.model_validate(r) for r in raw_rows]
+    except (ValueError, ValidationError) as exc:  # a RecordError is a ValueError
         first = str(exc).splitlines()[0]
         raise BundleError(f"unreadable run bundle {path}: {first}") from None
     ids = [r.question_id for r in rows]
     if len(set(ids)) != len(ids):
         raise BundleError(f"run bundle {path}: a question id appears twice in results.jsonl")
-    return RunBundle(path=path, manifest=manifest, rows=rows, summary=summary)
+    return RunBundle(path=path, manifest=manifest, rows=rows, summary=summary, records=typed)
+
+
+def _row_where(n: int, row: Any) -> str:
+    qid = row.get("question_id") if isinstance(row, dict) else None
+    return f"results.jsonl line {n}" + (f" (question {qid})" if qid else "")
 
 
 def list_runs(runs_dir: str | Path) -> list[Path]:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from eval_pipeline.corpus.batches import partitioning_pin
 from eval_pipeline.llm.accounting import RoleUsage, UsageSnapshot
 from eval_pipeline.llm.config import ROLE_NAMES
 from eval_pipeline.runs.bundle import write_bundle
@@ -71,7 +72,9 @@ PIN_CHANGES: dict[str, tuple[str, Any]] = {
     "reader": ("reader", "openai:gpt-4o"),
     "gate": ("gate.evidence_recall", "recall_all@5"),
     "graph.schema_version": ("graph.schema_version", 2),
-    "partitioning": ("partitioning.batches", 2),
+    # Whole: a manifest pins all of it (batches, assignment, version) or, from before
+    # batches, none of it.
+    "partitioning": ("partitioning", partitioning_pin(2)),
 }
 
 

@@ -92,3 +92,18 @@ def test_real_bundle_report_reads_for_people(real_run):
     assert_dashes_say_why(doc)
     assert_no_empty_chart(doc)
     assert not doc.find_all("script") and "https://" not in html
+
+
+def test_real_bundle_records_are_the_models_as_written(real_run):
+    """What the chain wrote passes every record's model as a writer must (no unknown field,
+    every field typed), at this code's schema versions."""
+    from eval_pipeline.runs.load import load_run
+    from eval_pipeline.runs.records import Manifest, ResultRow, Summary
+    from eval_pipeline_tests.runs.test_records import assert_valid_as_written
+
+    assert_valid_as_written(real_run)
+    records = load_run(real_run).records
+    assert records.manifest.schema_version == Manifest.VERSION
+    assert records.summary.schema_version == Summary.VERSION
+    assert {r.schema_version for r in records.rows} == {ResultRow.VERSION}
+    assert records.summary.tiers["2"].pass_criteria is not None

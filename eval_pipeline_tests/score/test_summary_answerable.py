@@ -24,6 +24,7 @@ from eval_pipeline.score.retrieval_metrics import (
 )
 from eval_pipeline.score.scorer import score_question
 from eval_pipeline.score.summary import summarize
+from eval_pipeline_tests.runs.synthetic import manifest
 from eval_pipeline_tests.score.test_scoring import golden, retrieval
 
 
@@ -63,9 +64,7 @@ def _rows(tokenizer) -> list[dict]:
 @pytest.fixture
 def bundle(tmp_path, tokenizer):
     rows = _rows(tokenizer)
-    run = write_bundle(
-        tmp_path, manifest={"test": True}, rows=rows, summary=summarize(rows), label="t"
-    )
+    run = write_bundle(tmp_path, manifest=manifest(), rows=rows, summary=summarize(rows), label="t")
     results = [
         json.loads(line)
         for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines()

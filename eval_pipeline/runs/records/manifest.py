@@ -1,0 +1,195 @@
+"""manifest.json: what a run measured (its pins), where its numbers came from, when.
+
+Typed where the pipeline owns the shape. Left open (`dict[str, Any]`), each saying why: what
+a plug-in or a memory system pins about itself, the upstream dataset's own pin, the LLM
+layer's accounting and role pins, the judge-check record. Fields added after the first
+bundles (partitioning, repeat, memory, batches, status...) have defaults, so an older
+manifest still reads.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from eval_pipeline.runs.records.base import Part, Record
+from eval_pipeline.runs.records.summary import InfrastructureReport
+
+MANIFEST_SCHEMA_VERSION = 1
+
+
+class SampleSpecPin(Part):
+    """How the questions were drawn (corpus.sampling.SampleSpec, as drawn)."""
+
+    sample: int | None = None  # None: every question
+    seed: int = 0
+    floor: int = 1
+    max_sessions_per_question: int | None = None  # None: full haystacks
+
+
+class CorpusPins(Part):
+    # The upstream file's own pin: its fields depend on the source (Hugging Face revision,
+    # the bundled sample's path, a local file), and the corpus stage owns them.
+    upstream: dict[str, Any]
+    sample_spec: SampleSpecPin
+    subsampled: bool
+    tiers: str = "1"
+    light: bool = False
+    tier2_digest: str | None = None
+    goldens_sha256: str
+    fixtures_sha256: str
+
+
+# K instances that disagree on a value pin the list of values, in batch order.
+_PerBatch = list[Any]
+
+
+class GraphPins(Part):
+    """What the graph held when retrieval read it, read from the graph itself."""
+
+    backend: str | _PerBatch | None = None
+    server_version: str | _PerBatch | None = None
+    schema_version: int | _PerBatch | None = None  # the injection schema, not this record's
+    fingerprint: str | None = None
+
+
+class PartitioningPin(Part):
+    """How the questions were split across graph instances (corpus.batches)."""
+
+    batches: int
+    assignment: str
+    version: int
+
+
+class JudgePins(Part):
+    model: str  # "offline", or PROVIDER:MODEL[@BASE_URL]
+    prompt_hash: str | None = None
+    criteria_prompt_hash: str | None = None
+    invariant_prompt_hash: str | None = None
+    # The stored judge-check of each prompt (score.agreement.agreement_pin): a record of a
+    # check, its fields owned there; not a comparability pin.
+    agreement: dict[str, Any] | None = None
+    invariant_agreement: dict[str, Any] | None = None
+    # The judge role's own pins (llm.config): provider-specific (a local model adds its
+    # weights' sha256, server version and sampling settings).
+    role: dict[str, Any] | None = None
+
+
+class GatePins(Part):
+    evidence_recall: str  # "recall_all@10"
+
+
+class TokenizerPin(Part):
+    tokenizer: str
+    bpe_sha256: str
+
+
+class Pins(Part):
+    corpus: CorpusPins
+    graph: GraphPins
+    partitioning: PartitioningPin | None = None  # absent: before batches, one instance
+    # A memory system's own pins (plus pins_key, sessions_failed), or {"mixed": [...],
+    # "pending": n} when the graph held memory of several configurations: the plug-in
+    # decides what identifies it.
+    reconciler: dict[str, Any] | None
+    retriever: dict[str, Any] | None  # the retriever plug-in's own pins
+    scope: str | None
+    top_k: int | None
+    reader: str | None
+    judge: JudgePins
+    # Reader and graph-agent roles as retrieval ran them: provider-specific role pins.
+    llm_roles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    gate: GatePins
+    tokenizer: TokenizerPin
+    code_version: str
+
+
+class RepeatRecord(Part):
+    """Which sample of a repeated configuration (`run --repeat N`) this run is."""
+
+    index: int
+    of: int | None = None
+    salt: str
+    sample_identity: str  # "<salt>/<index>"
+    includes_reconcile: bool = False
+
+
+class MemoryConfiguration(Part):
+    pins_key: str
+    pins: dict[str, Any] | None = None  # the memory system's own pins (open, as above)
+    done: int = 0
+    failed: int = 0
+
+
+class MemoryCensus(Part):
+    """What memory the graph held, by the configuration that made it (reconcile.reader)."""
+
+    configurations: list[MemoryConfiguration] = Field(default_factory=list)
+    pending: int = 0
+    sessions: int = 0
+
+
+# One stage's LLM accounting, as the LLM layer exports it (llm.accounting: a UsageSnapshot,
+# or one role's RoleUsage in older bundles); None for an offline stage. Owned and versioned
+# by the accounting, read leniently by calibrate.
+StageUsage = dict[str, Any] | None
+
+
+class LLMUsage(Part):
+    retrieval: StageUsage = None
+    reconcile: StageUsage = None
+    judge: StageUsage = None
+
+
+class BatchGraph(GraphPins):
+    injected_at: str | None = None
+
+
+class BatchProvenance(Part):
+    """One question batch: its graph instance, what it held, its questions and its runs."""
+
+    batch: str  # "batch-01-of-02"
+    graph: BatchGraph | None = None
+    questions: int | None = None
+    sessions: int | None = None
+    runs: dict[str, str | None] = Field(default_factory=dict)  # stage -> Dagster run id
+    seconds: dict[str, float | None] = Field(default_factory=dict)  # stage -> seconds
+
+
+class StageRun(Part):
+    """The run a stage's output came from; `{"materialized": false}` when it has none."""
+
+    run_id: str | None = None
+    seconds: float | None = None
+    artifact: str | None = None  # the stage's artifact directory
+    materialized: bool | None = None
+
+
+class Manifest(Record):
+    """manifest.json of a run bundle."""
+
+    VERSION: ClassVar[int] = MANIFEST_SCHEMA_VERSION
+    FILE: ClassVar[str] = "manifest.json"
+
+    pins: Pins
+    comparable: bool
+    repeat: RepeatRecord | None = None
+    memory: MemoryCensus | None = None
+    llm_usage: LLMUsage | None = None
+    batches: list[BatchProvenance] | None = None
+    stages: dict[str, StageRun]  # "injected_graph [batch-01-of-02]" per batch, K > 1
+    started_at: str  # ISO 8601, as the writer's clock gave it
+    ended_at: str
+    dagster_run_id: str | None = None
+    chain: str | None = None  # the chain (eval_chain driver or CLI run) this run was part of
+    status: Literal["complete", "incomplete"] | None = None
+    incomplete: InfrastructureReport | None = None
+
+    @field_validator("started_at", "ended_at")
+    @classmethod
+    def _iso_time(cls, value: str) -> str:
+        # Kept as the text written (readers parse it); only checked to be a timestamp.
+        datetime.fromisoformat(value)
+        return value

@@ -1,0 +1,109 @@
+"""summary.json: per tier, never one blended headline (layout: score.summary).
+
+Every rate, mean and median is null when nothing was scored, never 0. The keys of the
+nested maps are data, not fields: question types, metric names, retrieval levels and
+variants, `recall_all@k` names, use cases. Tier 2 adds its panels, ingestion axis and pass
+criteria (`tier2_summary`).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from eval_pipeline.runs.records.base import Part, Record
+from eval_pipeline.runs.records.tier2_summary import Ingestion, PassReport, Tier2Panels
+
+SUMMARY_SCHEMA_VERSION = 1
+
+
+class InfrastructureReport(Part):
+    """Questions the pipeline's own failures left unscored: how many, by cause and stage."""
+
+    questions: int
+    by_cause: dict[str, int] = Field(default_factory=dict)
+    by_stage: dict[str, int] = Field(default_factory=dict)
+    question_ids: list[str] = Field(default_factory=list)
+
+
+class Counts(Part):
+    questions: int
+    abstention: int
+    covered: int
+    not_covered: int
+    unscored: int
+    unscored_infrastructure: int = 0  # ... of which the pipeline's own failure left unmeasured
+
+
+class RateEstimate(Part):
+    """A rate with its percentile-bootstrap interval (score.stats.RateEstimate)."""
+
+    rate: float
+    low: float
+    high: float
+    n_scored: int
+    n_unscored: int
+    level: float | None = None
+    resamples: int | None = None
+    seed: int | None = None
+
+
+class MeanEstimate(Part):
+    """Mean of a per-question metric; an interval only when the metric is binary."""
+
+    mean: float | None
+    low: float | None = None
+    high: float | None = None
+    n: int
+
+
+class MetricStats(Part):
+    mean: float | None
+    n_scored: int
+    n_unscored: int
+    pass_rate: float | None
+
+
+class AbstentionSummary(Part):
+    """The abstention questions, aggregated apart from the answerable ones."""
+
+    questions: int
+    coverage: RateEstimate | None
+    weakest_link: dict[str, int] = Field(default_factory=dict)
+    metrics: dict[str, MetricStats] = Field(default_factory=dict)
+
+
+class Efficiency(Part):
+    median_payload_tokens_covered: float | None  # the comparable figure
+    median_payload_tokens_all: float | None  # context only, not comparable
+    note: str = ""
+
+
+class TierSummary(Part):
+    counts: Counts
+    infrastructure: InfrastructureReport | None = None
+    # level -> variant -> "recall_any@k" | "recall_all@k" | "ndcg@k" -> estimate
+    retrieval: dict[str, dict[str, dict[str, MeanEstimate]]]
+    excluded: dict[str, dict[str, str]] = Field(default_factory=dict)  # variant -> id -> why
+    coverage: RateEstimate | None
+    coverage_by_type: dict[str, RateEstimate | None]
+    coverage_task_averaged: float | None
+    abstention: AbstentionSummary | None = None
+    efficiency: Efficiency
+    weakest_link: dict[str, int]  # metric -> questions it was the weakest link of
+    metrics: dict[str, MetricStats]
+    panels: Tier2Panels | None = None  # tier 2 only, as are the two below
+    ingestion: Ingestion | None = None
+    pass_criteria: PassReport | None = None
+
+
+class Summary(Record):
+    """summary.json of a run bundle."""
+
+    VERSION: ClassVar[int] = SUMMARY_SCHEMA_VERSION
+    FILE: ClassVar[str] = "summary.json"
+
+    status: Literal["complete", "incomplete"] | None = None  # absent before infra failures
+    incomplete: InfrastructureReport | None = None
+    tiers: dict[str, TierSummary]  # "1", "2": tiers keyed as text
