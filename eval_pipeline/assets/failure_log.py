@@ -13,22 +13,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
-import os
-import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
 from eval_pipeline.assets.tags import CHAIN_TAG, TRIGGER_TAG
-from eval_pipeline.llm.credentials import PRIVATE_FILE, redact
-from eval_pipeline.settings import state_dir
-
-
-def failures_path() -> Path:
-    return state_dir() / "ops" / "failures.jsonl"
+from eval_pipeline.failure_records import FailedStep, append_failure, read_failures
 
 
 def trigger_of(run: dg.DagsterRun) -> str:
@@ -40,49 +31,31 @@ def record_failure(
     *,
     assets: list[str],
     error: str,
-    reason: str = "STEP_FAILURE",
+    reason: str | None = "STEP_FAILURE",
     checks: list[str] | None = None,
-    steps: list[dict[str, Any]] | None = None,
+    steps: list[FailedStep] | None = None,
     will_retry: bool = False,
 ) -> None:
-    """Append one failure record (redacted: error texts can quote anything) to a private
-    file; a run already recorded is not recorded twice."""
+    """One `FailureRecord` for a failed run (`eval_pipeline.failure_records`: redacted, to
+    a private file); a run already recorded is not recorded twice."""
     if run.run_id in recorded_run_ids():
         return
-    record = {
-        "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "run_id": run.run_id,
-        "chain_run_id": run.tags.get(CHAIN_TAG),
-        "job": run.job_name,
-        "trigger": trigger_of(run),
-        "failure_reason": reason,
-        "will_retry": will_retry,
-        "failed_assets": assets,
-        "failed_checks": checks or [],
-        "failed_steps": steps
-        if steps is not None
-        else [{"step": a, "assets": [a], "error": error} for a in assets],
-        "message": error,
-    }
-    path = failures_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(redact(json.dumps(record, sort_keys=True)) + "\n")
-    os.chmod(path, PRIVATE_FILE)
+    append_failure(
+        run_id=run.run_id,
+        chain_run_id=run.tags.get(CHAIN_TAG),
+        job=run.job_name,
+        trigger=trigger_of(run),
+        failure_reason=reason,
+        will_retry=will_retry,
+        failed_assets=assets,
+        failed_checks=checks,
+        failed_steps=steps or [FailedStep(step=a, assets=[a], error=error) for a in assets],
+        message=error,
+    )
 
 
-def recorded_run_ids(path: Path | None = None) -> set[str]:
-    try:
-        lines = (path or failures_path()).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return set()
-    out = set()
-    for line in lines:
-        try:
-            out.add(json.loads(line).get("run_id"))
-        except ValueError:
-            continue
-    return out
+def recorded_run_ids() -> set[str]:
+    return {r.run_id for r in read_failures() if r.run_id}
 
 
 def one_line(exc: BaseException) -> str:

@@ -59,14 +59,14 @@ def eval_chain_failure_sensor(context: dg.RunFailureSensorContext) -> dg.SkipRea
         assets=failed,
         error=context.failure_event.message or "",
         # STEP_FAILURE, or a crash reason (UNEXPECTED_TERMINATION, RUN_WORKER_RESTART, ...).
-        reason=run.tags.get("dagster/failure_reason") or "UNKNOWN",
+        reason=run.tags.get("dagster/failure_reason"),
         steps=steps,
         will_retry=run.tags.get("dagster/will_retry") == "true",
     )
     where = ", ".join(failed) or f"no step ({run.tags.get('dagster/failure_reason')})"
     context.log.error(
         f"{run.job_name} run {run.run_id} failed at {where}"
-        + "".join(f"; {s['step']}: {s['error']}" for s in steps if s["error"])
+        + "".join(f"; {s.step}: {s.error}" for s in steps if s.error)
     )
     return None
 

@@ -75,6 +75,8 @@ class JudgePins(Part):
     # The judge role's own pins (llm.config): provider-specific (a local model adds its
     # weights' sha256, server version and sampling settings).
     role: dict[str, Any] | None = None
+    # The answer judge (score.answer_judge): a plug-in's own pins, its fields its own.
+    method: dict[str, Any] | None = None
 
 
 class GatePins(Part):
@@ -186,6 +188,9 @@ class Manifest(Record):
     chain: str | None = None  # the chain (eval_chain driver or CLI run) this run was part of
     status: Literal["complete", "incomplete"] | None = None
     incomplete: InfrastructureReport | None = None
+    # The options the run was made with, section by section as each stage recorded them
+    # (eval_pipeline.config.RunConfig): the run configuration's own shape, which it owns.
+    options: dict[str, Any] | None = None
 
     @field_validator("started_at", "ended_at")
     @classmethod
