@@ -182,9 +182,11 @@ class StageIOManager(dg.IOManager):
     def _root(self) -> Path:
         return artifacts_root(self.root)
 
-    def handle_output(self, context: dg.OutputContext, obj: StageOutput) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: StageOutput | None) -> None:
+        if obj is None:  # an op's report (the chain's), not a stage output: nothing to keep
+            return
         if not isinstance(obj, StageOutput):
-            raise dg.Failure(f"{context.asset_key.to_user_string()} returned no StageOutput")
+            raise dg.Failure(f"{context.name} returned a {type(obj).__name__}, not a StageOutput")
         index_output(self.root, obj, chain_of(context.step_context.dagster_run))
 
     def load_input(self, context: dg.InputContext) -> StageOutput | dict[str, StageOutput]:
