@@ -11,7 +11,7 @@ export DAGSTER_HOME := $(CURDIR)/.eval_state/dagster_home
 export DEEPEVAL_TELEMETRY_OPT_OUT := 1
 export DEEPEVAL_DISABLE_DOTENV := 1
 
-.PHONY: install run test test-real lint format bench clean
+.PHONY: install run test test-fast test-real lint format bench clean
 
 # The local provider (docs/local-models.md): llama-cpp-python is built from source, portable
 # (GGML_NATIVE=OFF: a native build crashes with SIGILL where the CPU advertises AMX the VM
@@ -35,8 +35,13 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/eval-pipeline run
 
+# Every tier (what CI runs): real-model, browser and multi-process tests included.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The inner loop: no real model, no browser, no subprocess or multi-process chain.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow and not real_model and not browser"
 
 # The fuller real-model run (minutes to tens of minutes on 2 cores): the real-model tests with
 # the default 1.5B model, then the whole chain with a local reader and judge on 10 questions

@@ -46,10 +46,14 @@ def conformance_backends() -> list[str]:
 
 
 def pytest_collection_modifyitems(config, items):
-    # Every test run through a backend's store is part of the conformance suite.
     for item in items:
-        if "backend_store" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        # Every test run through a backend's store is part of the conformance suite.
+        if "backend_store" in fixtures:
             item.add_marker(pytest.mark.conformance)
+        # A test that needs the local model server is a real-model test, wherever it is.
+        if "local_model" in fixtures or "real_model" in item.path.parts:
+            item.add_marker(pytest.mark.real_model)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dagster as dg
 
 from eval_pipeline.assets.failure_log import record_failure, recorded_run_ids
+from eval_pipeline.failure_records import FailedStep
 from eval_pipeline.ops.stages import innermost_error
 
 
@@ -51,9 +52,9 @@ def eval_chain_failure_sensor(context: dg.RunFailureSensorContext) -> dg.SkipRea
         step = event.step_key or "?"
         # In-process asset job: the step key is the asset name when no plan says more.
         steps.append(
-            {"step": step, "assets": assets.get(step, [step]), "error": innermost_error(error)}
+            FailedStep(step=step, assets=assets.get(step, [step]), error=innermost_error(error))
         )
-    failed = sorted({a for s in steps for a in s["assets"]})
+    failed = sorted({a for s in steps for a in s.assets})
     record_failure(
         run,
         assets=failed,

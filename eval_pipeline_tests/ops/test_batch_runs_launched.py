@@ -10,14 +10,16 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from eval_pipeline.graph import server as graph_server
-from eval_pipeline.ops.tags import WEBSERVER_ENV
+from eval_pipeline.assets.tags import WEBSERVER_ENV
 from eval_pipeline.ops.ui_check import isolated_env, launch_like_the_launchpad, prepare_instance
 from eval_pipeline.ops.webserver import DagsterDaemon, DagsterWebserver
 from eval_pipeline.ports import free_port
 
 
+@pytest.mark.slow
 def test_a_chain_over_two_batches_launches_one_run_per_batch(tmp_path):
     state = tmp_path / "state"
     env = isolated_env(state)

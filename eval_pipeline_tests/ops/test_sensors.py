@@ -10,7 +10,7 @@ from dagster._core.events import RunFailureReason  # private: the retry daemon's
 from dagster._core.execution.retries import auto_reexecution_should_retry_run
 
 from eval_pipeline.ops.sensors import OPS_SENSORS, eval_chain_failure_sensor
-from eval_pipeline.ops.tags import CHAIN_RUN_TAGS
+from eval_pipeline.assets.tags import CHAIN_RUN_TAGS
 
 
 @dg.asset
@@ -93,18 +93,16 @@ def test_failure_sensor_records_every_job_once(state):
 
 def test_a_failing_asset_records_itself_without_a_daemon(state, tmp_path):
     """No sensor runs here: the chain's own asset records its failure as it raises."""
-    from eval_pipeline.assets.corpus import longmemeval_upstream
-    from eval_pipeline.assets.resources import CorpusSettings, ProjectPaths
+    from eval_pipeline_tests.artifacts import materialize
 
     bad = tmp_path / "truncated.json"
     bad.write_text('[{"question_id": "q1", "question_type"')
-    result = dg.materialize(
-        [longmemeval_upstream],
-        resources={
-            "paths": ProjectPaths(state_dir=str(tmp_path / "s")),
-            "corpus": CorpusSettings(source="path", path=str(bad)),
-        },
+    result = materialize(
+        ["longmemeval_upstream"],
+        dg.DagsterInstance.ephemeral(),
         raise_on_error=False,
+        paths={"state_dir": str(tmp_path / "s")},
+        corpus={"upstream": str(bad)},
     )
     assert not result.success
     [line] = (state / "ops" / "failures.jsonl").read_text().splitlines()
