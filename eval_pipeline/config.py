@@ -196,29 +196,34 @@ class GraphConfig(dg.Config):
     EVAL_GRAPH_USER / EVAL_GRAPH_PASSWORD, never from here."""
 
     backend: Backend = Field(
-        default_factory=lambda: _env("EVAL_GRAPH_BACKEND") or "arcadedb",  # type: ignore[arg-type]
-        description="graph dialect",
-        json_schema_extra=cli("--backend"),
+        default_factory=lambda: (
+            _env("EVAL_GRAPH_BACKEND")  # type: ignore[arg-type]
+            or ("memgraph" if _env("EVAL_GRAPH_URI") else "arcadedb")
+        ),
+        description="graph dialect (default: memgraph when EVAL_GRAPH_URI names a server, "
+        "else arcadedb)",
+        json_schema_extra={**cli("--backend"), "env": "EVAL_GRAPH_BACKEND"},
     )
     uri: str | None = Field(
         default_factory=lambda: _env("EVAL_GRAPH_URI"),
         description="bolt://host:port (default: embedded)",
-        json_schema_extra=cli("--graph-uri", "URI"),
+        json_schema_extra={**cli("--graph-uri", "URI"), "env": "EVAL_GRAPH_URI"},
     )
     database: str | None = Field(
         default_factory=lambda: _env("EVAL_GRAPH_DATABASE"),
         description="database on that server (default: the backend's)",
-        json_schema_extra=cli("--graph-database", "NAME"),
+        json_schema_extra={**cli("--graph-database", "NAME"), "env": "EVAL_GRAPH_DATABASE"},
     )
     http_url: str | None = Field(
         default_factory=lambda: _env("EVAL_GRAPH_HTTP_URL"),
         description="ArcadeDB HTTP API, for indexes",
-        json_schema_extra=cli("--graph-http-url", "URL"),
+        json_schema_extra={**cli("--graph-http-url", "URL"), "env": "EVAL_GRAPH_HTTP_URL"},
     )
     batch_uri: str | None = Field(
         default_factory=lambda: _env("EVAL_GRAPH_BATCH_URI"),
         description="bolt URI of each question batch's instance, {batch} its number (a run "
         "over K > 1 batches; unset: the URI itself names one per batch)",
+        json_schema_extra={"env": "EVAL_GRAPH_BATCH_URI"},
     )
     wait_s: float = Field(
         default=0.0,

@@ -156,3 +156,16 @@ def test_an_option_without_a_flag_is_still_a_file_key(tmp_path):
     cfg.write_text("retrieval:\n  max_steps: 3\n  options: {rank_by: bm25}\n")
     run = parse("--config", str(cfg))
     assert run.retrieval.max_steps == 3 and run.retrieval.options == {"rank_by": "bm25"}
+
+
+def test_the_cli_reference_is_generated_from_the_run_configuration():
+    """docs/cli.md's run options are `options_markdown()` itself: the reference cannot drift
+    from the options (regenerate: `python -m eval_pipeline.run_cli docs/cli.md`)."""
+    from eval_pipeline.run_cli import DOCS_END, options_markdown
+    from eval_pipeline.settings import REPO_DIR
+
+    text = (REPO_DIR / "docs" / "cli.md").read_text(encoding="utf-8")
+    start = text.index("<!-- BEGIN run-options")
+    assert text[start : text.index(DOCS_END) + len(DOCS_END)] == options_markdown()
+    for flag in run_flags():
+        assert f"`{flag}`" in text, flag

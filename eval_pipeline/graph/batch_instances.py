@@ -1,6 +1,6 @@
 """The graph instances of a partitioned run's question batches, one store each.
 
-A run over K > 1 question batches puts each batch on an instance of its own (`GraphConfig.
+A run over K > 1 question batches puts each batch on an instance of its own (`StoreConfig.
 batch_config`): a URI with `{batch}` replaced, or an embedded server per batch. The store of
 the whole run makes each batch's store once and closes them when it closes.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
 from eval_pipeline.corpus.batches import BatchKey
-from eval_pipeline.graph.config import GraphConfig
+from eval_pipeline.graph.config import StoreConfig
 
 
 class Closable(Protocol):
@@ -23,7 +23,7 @@ S = TypeVar("S", bound=Closable)
 
 
 class BatchInstances(Generic[S]):
-    def __init__(self, config: GraphConfig, make: Callable[[GraphConfig], S]) -> None:
+    def __init__(self, config: StoreConfig, make: Callable[[StoreConfig], S]) -> None:
         self._config = config
         self._make = make
         self._stores: dict[str, S] = {}

@@ -1,4 +1,4 @@
-"""`GraphConfig`: where the evaluation graph is and how the store talks to it.
+"""`StoreConfig`: where the evaluation graph is and how the store talks to it.
 
 Plain pydantic, no connection: the store (`store.GraphStore`) is this configuration plus a
 driver, and the Dagster layer builds one from its resource's fields. A refused URL is never
@@ -19,7 +19,7 @@ from eval_pipeline.graph.errors import GraphError
 BATCH_PLACEHOLDER = "{batch}"
 
 
-class GraphConfig(BaseModel):
+class StoreConfig(BaseModel):
     """Bolt access to the evaluation graph (embedded ArcadeDB by default, or Memgraph)."""
 
     # Frozen: a store's claim and wipe decisions rest on these values not changing under it.
@@ -85,7 +85,7 @@ class GraphConfig(BaseModel):
             return self.batch_uri
         return None
 
-    def batch_config(self, batch: BatchKey) -> GraphConfig | None:
+    def batch_config(self, batch: BatchKey) -> StoreConfig | None:
         """The configuration of question batch `batch`'s instance; None when it is this one
         (a run of one batch). Otherwise the batch URI with `{batch}` replaced by the batch
         number (in the HTTP URL too), or an embedded server of its own (`<data dir>-batchNN`).
@@ -108,8 +108,8 @@ class GraphConfig(BaseModel):
             values["batch_uri"] = None
             if self.http_url:
                 values["http_url"] = self.http_url.replace(BATCH_PLACEHOLDER, number)
-        return GraphConfig(**values)
+        return StoreConfig(**values)
 
     def config_values(self) -> dict[str, object]:
-        """The configured values by field name (what `GraphConfig(**values)` takes back)."""
-        return {name: getattr(self, name) for name in GraphConfig.model_fields}
+        """The configured values by field name (what `StoreConfig(**values)` takes back)."""
+        return {name: getattr(self, name) for name in StoreConfig.model_fields}

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from eval_pipeline.graph import server
 from eval_pipeline.graph.arcadedb_http import ArcadeHttp
-from eval_pipeline.graph.config import BATCH_PLACEHOLDER, GraphConfig
+from eval_pipeline.graph.config import BATCH_PLACEHOLDER, StoreConfig
 from eval_pipeline.graph.dialects import Dialect, get_dialect
 from eval_pipeline.graph.errors import GraphError
 
@@ -34,7 +34,7 @@ class Connection:
     """`connect_on_demand` is called when a statement needs a driver and none is open: the
     store's own connect, which also lets the dialect learn the server."""
 
-    def __init__(self, config: GraphConfig, connect_on_demand: Callable[[], object]) -> None:
+    def __init__(self, config: StoreConfig, connect_on_demand: Callable[[], object]) -> None:
         self.config = config
         self._connect_on_demand = connect_on_demand
         self._driver: neo4j.Driver | None = None

@@ -2,7 +2,7 @@
 
 Official `neo4j` driver over Bolt; the dialect (`dialects/`) holds what differs between
 ArcadeDB and Memgraph. With no `uri`, it starts (or reuses) the embedded ArcadeDB under
-`state_dir()/graph/arcadedb` (see `server.py`). A store is its configuration (`GraphConfig`,
+`state_dir()/graph/arcadedb` (see `server.py`). A store is its configuration (`StoreConfig`,
 whose fields are its constructor's keywords) composed with small parts, one module each:
 
 - `connection.py`: the driver, the endpoint (embedded or external) and the dialect;
@@ -29,7 +29,7 @@ from eval_pipeline.graph import server
 from eval_pipeline.graph.arcadedb_http import ArcadeHttp
 from eval_pipeline.graph.batch_instances import BatchInstances
 from eval_pipeline.graph.batched_writes import MAX_ROW_BYTES, BatchStats, write_batches
-from eval_pipeline.graph.config import BATCH_PLACEHOLDER, GraphConfig
+from eval_pipeline.graph.config import BATCH_PLACEHOLDER, StoreConfig
 from eval_pipeline.graph.connection import Connection
 from eval_pipeline.graph.dialects import Dialect
 from eval_pipeline.graph.dialects.base import Inventory
@@ -37,12 +37,12 @@ from eval_pipeline.graph.errors import GraphError
 from eval_pipeline.graph.ownership import Ownership
 from eval_pipeline.graph.queries import QueryRunner
 
-__all__ = ["BATCH_PLACEHOLDER", "MAX_ROW_BYTES", "BatchStats", "GraphConfig", "GraphStore"]
+__all__ = ["BATCH_PLACEHOLDER", "MAX_ROW_BYTES", "BatchStats", "StoreConfig", "GraphStore"]
 
 log = logging.getLogger(__name__)
 
 
-class GraphStore(GraphConfig):
+class GraphStore(StoreConfig):
     """Bolt access to the evaluation graph (embedded ArcadeDB by default, or Memgraph)."""
 
     _connection: Connection = PrivateAttr()
@@ -57,7 +57,7 @@ class GraphStore(GraphConfig):
         self._batches = BatchInstances(self, make=GraphStore.from_config)
 
     @classmethod
-    def from_config(cls, config: GraphConfig) -> GraphStore:
+    def from_config(cls, config: StoreConfig) -> GraphStore:
         return cls(**config.config_values())
 
     def _unannounced(self, query: str, params: Mapping[str, Any]) -> list[dict]:
@@ -76,7 +76,7 @@ class GraphStore(GraphConfig):
         return self._connection.where
 
     def for_batch(self, batch: BatchKey) -> GraphStore:
-        """The graph instance of question batch `batch` (`GraphConfig.batch_config`): this
+        """The graph instance of question batch `batch` (`StoreConfig.batch_config`): this
         store for a run of one batch, else a store of its own, closed with this one."""
         store = self._batches.get(batch)
         return self if store is None else store

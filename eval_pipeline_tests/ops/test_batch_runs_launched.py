@@ -12,8 +12,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from eval_pipeline.graph import server as graph_server
 from eval_pipeline.assets.tags import WEBSERVER_ENV
+from eval_pipeline.graph import server as graph_server
 from eval_pipeline.ops.ui_check import isolated_env, launch_like_the_launchpad, prepare_instance
 from eval_pipeline.ops.webserver import DagsterDaemon, DagsterWebserver
 from eval_pipeline.ports import free_port

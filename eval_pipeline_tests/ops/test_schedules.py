@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from eval_pipeline.ops.schedules import OPS_SCHEDULES, nightly_schedule
 from eval_pipeline.assets.tags import CHAIN_RUN_TAGS
+from eval_pipeline.ops.schedules import OPS_SCHEDULES, nightly_schedule
 
 
 def test_nightly_schedule_is_off_by_default_and_fires_at_2_utc():

@@ -9,8 +9,8 @@ import pytest
 from dagster._core.events import RunFailureReason  # private: the retry daemon's own decision
 from dagster._core.execution.retries import auto_reexecution_should_retry_run
 
-from eval_pipeline.ops.sensors import OPS_SENSORS, eval_chain_failure_sensor
 from eval_pipeline.assets.tags import CHAIN_RUN_TAGS
+from eval_pipeline.ops.sensors import OPS_SENSORS, eval_chain_failure_sensor
 
 
 @dg.asset
