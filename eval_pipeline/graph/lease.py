@@ -30,6 +30,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -267,6 +268,32 @@ def hold(
         if release_after:
             with contextlib.suppress(Exception):
                 release(store, token)
+
+
+@contextlib.contextmanager
+def hold_all(
+    stores: list[Any], me: Lease, *, wait_s: float, run_finished: RunFinished | None = None
+) -> Iterator[None]:
+    """Every store's instance started (or reached) and claimed, and its lease held for the
+    block under one holder: a chain over K instances takes all K before it wipes any, and a
+    refusal on one releases those already taken."""
+    # K embedded servers start at once (each JVM takes seconds), then each is claimed.
+    with ThreadPoolExecutor(max_workers=max(1, len(stores))) as starting:
+        list(starting.map(lambda store: store.ensure_running(), stores))
+    with contextlib.ExitStack() as stack:
+        for store in stores:
+            store.claim()
+            stack.enter_context(
+                hold(
+                    store,
+                    me,
+                    wait_s=wait_s,
+                    run_finished=run_finished,
+                    release_after=True,
+                    where=store.where,
+                )
+            )
+        yield
 
 
 def holder_of(store: Any, run_finished: RunFinished | None = None) -> LeaseRow | None:

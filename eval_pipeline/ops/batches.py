@@ -20,8 +20,8 @@ import contextlib
 import multiprocessing
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import dagster as dg
@@ -32,8 +32,6 @@ from eval_pipeline.assets.graph_lease import GRAPH_STEPS
 from eval_pipeline.assets.tags import BATCH_JOB_NAME, CHAIN_TAG, GRAPH_INSTANCE_TAG, PARTITION_TAG
 from eval_pipeline.corpus.batches import BatchKey, batch_keys
 from eval_pipeline.dagster_home import ensure_graph_slots
-from eval_pipeline.graph.lease import Lease, RunFinished, hold
-from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.ops.stages import OUTCOME_META, StageOutcome, run_stages
 
 Progress = Callable[[int, int, StageOutcome], None]
@@ -152,7 +150,8 @@ def _in_workers(
             try:
                 outcomes.append([StageOutcome.model_validate(s) for s in future.result()])
             except Exception as exc:  # noqa: BLE001 - a dead worker is its batch's failure
-                outcomes.append([_died(instance, tags, batch, stages, exc)])
+                error = f"the batch worker died ({type(exc).__name__}: {exc or 'no message'})"
+                outcomes.append([_batch_failed(instance, tags, batch, stages, error)])
         return outcomes
 
 
@@ -174,17 +173,16 @@ def batch_worker(
     return [s.model_dump(mode="json") for s in outcome]
 
 
-def _died(
+def _batch_failed(
     instance: dg.DagsterInstance,
     tags: Mapping[str, str],
     batch: BatchKey,
     stages: list[str],
-    exc: BaseException,
+    error: str,
 ) -> StageOutcome:
-    """A worker that died (killed, out of memory): its batch fails at the stage it was in,
-    that stage's run is marked failed (it would read as running forever), and the failure is
-    recorded as any stage's is."""
-    error = f"the batch worker died ({type(exc).__name__}: {exc or 'no message'})"
+    """A batch that ended without reporting (its worker or its run killed, out of memory):
+    it fails at the stage it was in, that stage's run is marked failed (it would read as
+    running forever), and the failure is recorded as any stage's is."""
     runs = instance.get_runs(
         dg.RunsFilter(tags={CHAIN_TAG: tags[CHAIN_TAG], PARTITION_TAG: batch.key}), limit=1
     )
@@ -197,37 +195,6 @@ def _died(
             instance.report_run_failed(run, message=error)
         record_failure(instance.get_run_by_id(run.run_id), assets=[asset], error=error)
     return StageOutcome(asset=asset, batch=batch.key, status="failed", run_id=run_id, error=error)
-
-
-@contextlib.contextmanager
-def holding_instances(
-    graph: GraphStore,
-    batches: int,
-    lease: Lease,
-    *,
-    wait_s: float,
-    run_finished: RunFinished,
-) -> Iterator[list[GraphStore]]:
-    """Every batch's graph instance started (or reached), claimed, and its lease held for
-    the block under one holder; a refusal on any releases those already taken."""
-    stores = [graph.for_batch(batch) for batch in batch_keys(batches)]
-    # K embedded servers start at once (each JVM takes seconds), then each is claimed.
-    with ThreadPoolExecutor(max_workers=len(stores)) as starting:
-        list(starting.map(lambda store: store.ensure_running(), stores))
-    with contextlib.ExitStack() as stack:
-        for store in stores:
-            store.claim()
-            stack.enter_context(
-                hold(
-                    store,
-                    lease,
-                    wait_s=wait_s,
-                    run_finished=run_finished,
-                    release_after=True,
-                    where=store.where,
-                )
-            )
-        yield stores
 
 
 # --- deployed: one Dagster run per batch, through the run launcher ---------------------------
@@ -298,11 +265,18 @@ def launch_batch_runs(
         for run_id in run_ids
     ):
         time.sleep(poll_s)
-    return [_launched(instance, run_id, b, stages) for run_id, b in zip(run_ids, keys, strict=True)]
+    return [
+        _launched(instance, tags, run_id, b, stages)
+        for run_id, b in zip(run_ids, keys, strict=True)
+    ]
 
 
 def _launched(
-    instance: dg.DagsterInstance, run_id: str, batch: BatchKey, stages: list[str]
+    instance: dg.DagsterInstance,
+    tags: Mapping[str, str],
+    run_id: str,
+    batch: BatchKey,
+    stages: list[str],
 ) -> list[StageOutcome]:
     """What an `eval_batch` run reported (its op's output or failure metadata), or a failed
     first stage when the run ended without reporting (crashed, canceled)."""
@@ -319,6 +293,4 @@ def _launched(
     run = instance.get_run_by_id(run_id)
     status = run.status.value if run is not None else "missing"
     error = f"batch run {run_id} ended {status} without reporting its stages"
-    return [
-        StageOutcome(asset=stages[0], batch=batch.key, status="failed", run_id=run_id, error=error)
-    ]
+    return [_batch_failed(instance, tags, batch, stages, error)]

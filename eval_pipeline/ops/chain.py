@@ -32,9 +32,10 @@ from eval_pipeline.assets.graph_lease import run_finished
 from eval_pipeline.assets.jobs import asset_order, stage_job
 from eval_pipeline.assets.tags import CHAIN_TAG, TRIGGER_TAG
 from eval_pipeline.config import RunConfig
+from eval_pipeline.corpus.batches import batch_keys
 from eval_pipeline.graph.errors import ForeignDataError, GraphError
-from eval_pipeline.graph.lease import Lease, LeaseHeld
-from eval_pipeline.ops.batches import holding_instances, run_batched
+from eval_pipeline.graph.lease import Lease, LeaseHeld, hold_all
+from eval_pipeline.ops.batches import run_batched
 from eval_pipeline.ops.stages import OUTCOME_META, StageOutcome
 
 # Repeats re-run only what can vary between runs of one configuration (retrieval, reading,
@@ -121,9 +122,8 @@ def drive(
     store = build.graph_store(run.graph)
     register_batches(instance, run.corpus.batches)
     try:
-        with holding_instances(
-            store,
-            run.corpus.batches,
+        with hold_all(
+            [store.for_batch(b) for b in batch_keys(run.corpus.batches)],
             Lease(holder=chain, run_id=chain, what="eval_chain run"),
             wait_s=run.graph.wait_s,
             run_finished=run_finished(instance),
