@@ -24,8 +24,9 @@ from pydantic import Field, field_validator
 from eval_pipeline.corpus.batches import MAX_BATCHES
 from eval_pipeline.corpus.sampling import SampleSpec
 from eval_pipeline.corpus.upstream import HF_REVISION, UpstreamSpec, check_variant
-from eval_pipeline.llm.config import STRUCTURED_OUTPUT_MODES, parse_provider_spec
+from eval_pipeline.llm.config import parse_provider_spec
 from eval_pipeline.llm.errors import LLMConfigError
+from eval_pipeline.llm.names import STRUCTURED_OUTPUT_MODES
 
 Tier = Literal["1", "2", "all"]
 Scope = Literal["question", "batch"]

@@ -7,16 +7,8 @@ schedule and the sensor.
 import dagster as dg
 
 from eval_pipeline.assets.jobs import ASSETS, CHECKS, RESOURCES, eval_stage
-from eval_pipeline.assets.tags import (
-    BATCH_JOB_NAME,
-    CHAIN_JOB_NAME,
-    CHAIN_RUN_TAGS,
-    DEFAULT_GRAPH_INSTANCE,
-    GRAPH_INSTANCE_TAG,
-)
 from eval_pipeline.llm import install_log_redaction
-from eval_pipeline.ops.batches import run_batch_stages
-from eval_pipeline.ops.chain import run_chain
+from eval_pipeline.ops.jobs import eval_batch, eval_chain
 from eval_pipeline.ops.schedules import OPS_SCHEDULES
 from eval_pipeline.ops.sensors import OPS_SENSORS
 from eval_pipeline.settings import private_umask
@@ -25,31 +17,6 @@ from eval_pipeline.settings import private_umask
 # is redacted (Dagster's event log and compute logs included), and what it creates is private.
 install_log_redaction()
 private_umask()
-
-
-# The whole chain, stage by stage (ops/chain.py). The queued coordinator (deploy/dagster.yaml)
-# allows one run per graph instance; run retries only for crashes, from scratch
-# (CHAIN_RUN_TAGS): a step failure is never retried into a half-injected graph.
-@dg.job(
-    name=CHAIN_JOB_NAME,
-    executor_def=dg.in_process_executor,
-    description="The whole evaluation chain, upstream file to the scored run, stage by stage.",
-    tags={GRAPH_INSTANCE_TAG: DEFAULT_GRAPH_INSTANCE, **CHAIN_RUN_TAGS},
-)
-def eval_chain() -> None:
-    run_chain()
-
-
-# Deployed, one question batch of an eval_chain run over several (ops/batches.py): a run of
-# its own, so the run launcher gives each batch its own process, container or pod.
-@dg.job(
-    name=BATCH_JOB_NAME,
-    executor_def=dg.in_process_executor,
-    description="One question batch's graph stages, launched by an eval_chain run.",
-    tags={"dagster/max_retries": "0"},
-)
-def eval_batch() -> None:
-    run_batch_stages()
 
 
 defs = dg.Definitions(

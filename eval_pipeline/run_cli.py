@@ -238,30 +238,12 @@ def print_summary(run_dir: Path) -> None:
         )
 
 
-def launch(run: RunConfig, *, verbose: bool) -> Any:
-    """`eval_chain` on the local instance, in this process: the job the UI and the schedule
-    launch, with this configuration."""
-    from eval_pipeline.dagster_home import local_instance
-    from eval_pipeline.definitions import defs
-
-    instance = local_instance()
-    job = defs.resolve_job_def("eval_chain")
-    quiet = {"console": {"config": {"log_level": "INFO" if verbose else "CRITICAL"}}}
-    return job.execute_in_process(
-        run_config={
-            "resources": run.resources_config(),
-            "loggers": quiet,
-        },
-        instance=instance,
-        raise_on_error=False,
-        tags={"eval_pipeline/trigger": "cli"},
-    )
-
-
 def cmd_run(args: argparse.Namespace) -> int:
+    from eval_pipeline.dagster_home import local_instance
     from eval_pipeline.llm import ensure_no_confident_upload
     from eval_pipeline.llm.local_server import owned_servers
     from eval_pipeline.ops.chain import outcome_of
+    from eval_pipeline.ops.jobs import launch
     from eval_pipeline.preflight import preflight
 
     run, verbose = run_config_from_args(args)
@@ -272,7 +254,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # A local model server this run starts is stopped at its end (one already running, e.g.
     # from `eval-pipeline llm` or another run, is reused and left running).
     with owned_servers():
-        result = launch(run, verbose=verbose)
+        result = launch(local_instance(), run, verbose=verbose, trigger="cli")
     outcome = outcome_of(result)
     if outcome is None:
         print(

@@ -26,7 +26,7 @@ from eval_pipeline.llm import (
     RoleConfig,
     parse_provider_spec,
 )
-from eval_pipeline.llm.errors import ProviderLoadError
+from eval_pipeline.llm.provider_plugins import ProviderLoadError
 from eval_pipeline.plugins.__main__ import main as check_main
 from eval_pipeline.reconcile import ReconcileError, ReconcilerLoadError, load_reconciler
 from eval_pipeline.retrieve.protocol import (

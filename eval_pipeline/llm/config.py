@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eval_pipeline.llm.errors import LLMConfigError
+from eval_pipeline.llm.names import ENV_NAME_PATTERN, StructuredOutputMode
 
 if TYPE_CHECKING:
     from eval_pipeline.llm.provider_plugins import ProviderPlugin
@@ -30,11 +31,6 @@ if TYPE_CHECKING:
 # The built-in providers; a role's provider may also be a plug-in's name (`provider_plugins`).
 ProviderName = Literal["openai", "anthropic", "openai_compatible", "local", "offline"]
 RoleName = Literal["reconciler", "retrieval_agent", "reader", "judge"]
-# json_schema: the provider's native schema option (llama.cpp compiles it into a grammar);
-# json_object: "some JSON object" mode; prompt: the schema in the prompt only. A server that
-# refuses a mode is asked again in the next one (see layer.py), each with one repair.
-StructuredOutputMode = Literal["json_schema", "json_object", "prompt"]
-STRUCTURED_OUTPUT_MODES: tuple[str, ...] = get_args(StructuredOutputMode)
 
 PROVIDER_NAMES: tuple[str, ...] = get_args(ProviderName)
 ROLE_NAMES: tuple[str, ...] = get_args(RoleName)
@@ -74,8 +70,6 @@ LOCAL_ROLE_MAX_TOKENS: dict[str, int] = {
     "retrieval_agent": 512,
     "reconciler": 1024,
 }
-
-ENV_NAME_PATTERN = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
 
 
 def check_base_url(url: str) -> str:
@@ -441,8 +435,7 @@ def parse_provider_spec(text: str) -> ProviderSpec:
 def plugin_provider(name: str, *, model_spec: str | None = None) -> ProviderPlugin:
     """The plug-in provider called `name`; its load error (ProviderLoadError) names the model
     spec it was found in, when there is one."""
-    from eval_pipeline.llm.errors import ProviderLoadError
-    from eval_pipeline.llm.provider_plugins import provider_plugin
+    from eval_pipeline.llm.provider_plugins import ProviderLoadError, provider_plugin
 
     try:
         return provider_plugin(name)

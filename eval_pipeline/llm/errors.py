@@ -6,8 +6,6 @@ exception (`from None`), because SDK errors can echo request headers, and with t
 
 from __future__ import annotations
 
-from eval_pipeline.plugins.errors import PluginLoadError
-
 
 class LLMError(Exception):
     """Base of everything the LLM layer raises on purpose."""
@@ -15,11 +13,6 @@ class LLMError(Exception):
 
 class LLMConfigError(LLMError, ValueError):
     """A role or provider spec is wrong, or the key it names is missing from the environment."""
-
-
-class ProviderLoadError(PluginLoadError, LLMConfigError):
-    """A provider name in a model spec that is no built-in and no plug-in that loads (the
-    plug-in registry's error for kind `provider`; an LLMConfigError for the callers of specs)."""
 
 
 class OfflineRoleError(LLMError):

@@ -31,7 +31,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from eval_pipeline import plugins
-from eval_pipeline.llm.config import ENV_NAME_PATTERN, STRUCTURED_OUTPUT_MODES
+from eval_pipeline.llm.errors import LLMConfigError
+from eval_pipeline.llm.names import ENV_NAME_PATTERN, STRUCTURED_OUTPUT_MODES
+from eval_pipeline.plugins.errors import PluginLoadError
+
+
+class ProviderLoadError(PluginLoadError, LLMConfigError):
+    """A provider name in a model spec that is no built-in and no plug-in that loads (the
+    plug-in registry's error for kind `provider`; an LLMConfigError for the callers of specs)."""
+
 
 KIND = "provider"
 FAILURE_KINDS: tuple[str, ...] = (

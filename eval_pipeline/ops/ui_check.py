@@ -250,10 +250,10 @@ def ensure_scored_run(run: RunConfig | None = None, log: Callable[[str], None] =
     if markdown is not None:
         return markdown
     from eval_pipeline.config import RunConfig
-    from eval_pipeline.run_cli import launch
+    from eval_pipeline.ops.jobs import launch
 
     log("ui-check: no materialized scored_run in this instance; running the chain first")
-    if not launch(run or RunConfig(), verbose=False).success:
+    if not launch(instance, run or RunConfig(), trigger="ui-check").success:
         raise UiCheckError("`eval-pipeline run` failed, so there is no scored_run to look at")
     markdown = latest_summary_markdown(instance)
     if markdown is None:

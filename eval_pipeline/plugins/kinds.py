@@ -98,7 +98,7 @@ KINDS: dict[str, KindInfo] = {
             " *, schema, timeout_s, mode) -> ProviderReply and async aclose() "
             "(eval_pipeline.llm.provider_plugins)"
         ),
-        error="eval_pipeline.llm.errors:ProviderLoadError",
+        error="eval_pipeline.llm.provider_plugins:ProviderLoadError",
         class_check="eval_pipeline.llm.provider_plugins:class_problem",
         chain_cause=False,
         names_only=True,
