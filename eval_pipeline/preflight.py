@@ -21,6 +21,7 @@ from eval_pipeline.corpus.errors import CorpusError
 from eval_pipeline.corpus.upstream import check_resolvable
 from eval_pipeline.graph.store import BATCH_PLACEHOLDER
 from eval_pipeline.llm import LLMConfigError, LLMError
+from eval_pipeline.llm.role_check import ModelRoleError, check_model_roles
 from eval_pipeline.plugins.errors import PluginLoadError
 from eval_pipeline.reconcile.protocol import ReconcileError
 
@@ -77,46 +78,6 @@ def check_http_url(url: str | None, *, option: str = "--graph-http-url") -> None
         )
 
 
-def check_model_roles(specs: dict[str, str]) -> None:
-    """Each model role on its own, so the refusal names the option: its spec parses, its model
-    name is not a key, its provider's key is in the environment."""
-    from eval_pipeline.llm import LLMLayer, LLMSettings
-
-    roles = {
-        "--reader": "reader",
-        "--retrieval-agent": "retrieval_agent",
-        "--judge": "judge",
-        "--reconciler-model": "reconciler",
-    }
-    for option, spec in specs.items():
-        if (spec or "offline").strip() == "offline":
-            continue
-        try:
-            settings = LLMSettings.from_specs({roles[option]: spec})
-            LLMLayer(settings).close()
-            config = settings.role(roles[option])
-            if config.provider == "local":
-                check_local_role(config.model)
-        except (LLMError, ValueError) as exc:
-            raise PreflightError(f"{option} {_safe(spec)}: {_failure_text(exc)}") from None
-
-
-def check_local_role(model: str | None) -> None:
-    """A `local` role can start: llama-cpp-python is installed and the weights are there
-    (hashed, so a corrupt catalogue file is refused now, not after the graph was built)."""
-    from eval_pipeline.llm.local_models import resolve
-    from eval_pipeline.llm.local_server import check_installed
-
-    check_installed()
-    resolve(model)
-
-
-def _safe(spec: str) -> str:
-    from eval_pipeline.llm.config import safe_spec
-
-    return safe_spec(spec)
-
-
 def _option_error(option: str, value: str, exc: BaseException) -> PreflightError:
     """One line naming the option: a plug-in that cannot load says what failed and what to
     do (its own kind and spec would only repeat the option)."""
@@ -149,14 +110,17 @@ def preflight(run: RunConfig) -> None:
     check_http_url(graph.http_url)
     check_graph_uri(graph.batch_uri, option="EVAL_GRAPH_BATCH_URI")
     check_batches(corpus.batches, graph.uri, graph.batch_uri)
-    check_model_roles(
-        {
-            "--reader": run.retrieval.reader.model,
-            "--retrieval-agent": run.retrieval.agent.model,
-            "--judge": run.scoring.judge.model,
-            "--reconciler-model": run.reconcile.model.model,
-        }
-    )
+    try:
+        check_model_roles(
+            {
+                "--reader": run.retrieval.reader.model,
+                "--retrieval-agent": run.retrieval.agent.model,
+                "--judge": run.scoring.judge.model,
+                "--reconciler-model": run.reconcile.model.model,
+            }
+        )
+    except ModelRoleError as exc:
+        raise PreflightError(str(exc)) from None
     layers = []
     try:
         try:
