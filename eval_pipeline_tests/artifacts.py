@@ -58,6 +58,12 @@ def seed_output(
     return pub.output
 
 
+def graph_section(store: Any) -> dict[str, Any]:
+    """The `graph` section of a run on the embedded server and database `store` is a client
+    of (a test's fresh database on the session's server)."""
+    return {"data_dir": store.data_dir, "database": store.database, "heap": store.heap}
+
+
 def run_resources(**sections: Any) -> dict[str, Any]:
     """The resources of a run configured with `sections` (e.g. `corpus={"sample": 12}`), and
     the stage IO manager."""

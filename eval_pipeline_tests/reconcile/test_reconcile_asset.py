@@ -13,16 +13,11 @@ import pytest
 from eval_pipeline.assets.reconcile import reconciled_graph
 from eval_pipeline.graph.checks import read_graph_fingerprint
 from eval_pipeline.graph.store import GraphStore
-from eval_pipeline_tests.artifacts import ONE_BATCH, materialize, seed_output
+from eval_pipeline_tests.artifacts import ONE_BATCH, graph_section, materialize, seed_output
 
 from .graph_fixtures import SESSION_IDS
 
 PLUGINS = "eval_pipeline_tests.reconcile.plugins"
-
-
-def graph_section(store: GraphStore) -> dict[str, Any]:
-    """The `graph` section of a run on the database `store` is a client of."""
-    return {"data_dir": store.data_dir, "database": store.database, "heap": store.heap}
 
 
 def materialize_reconciled(

@@ -12,6 +12,7 @@ from eval_pipeline.retrieve.results import QuestionRetrieval
 from eval_pipeline_tests.artifacts import (
     ONE_BATCH,
     artifact_dir,
+    graph_section,
     materialize,
     seed_corpus_and_graph,
 )
@@ -31,7 +32,7 @@ def _materialize(tmp_path, store, goldens, **retrieval):
         partition=ONE_BATCH,
         raise_on_error=False,
         paths={"state_dir": str(tmp_path)},
-        graph={"data_dir": store.data_dir, "database": store.database, "heap": store.heap},
+        graph=graph_section(store),
         retrieval=retrieval,
     )
 
