@@ -4,6 +4,7 @@ of each input), and the resources of a run configured for a test."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,12 @@ def seed_output(
     return pub.output
 
 
+def graph_section(store: Any) -> dict[str, Any]:
+    """The `graph` section of a run on the embedded server and database `store` is a client
+    of (a test's fresh database on the session's server)."""
+    return {"data_dir": store.data_dir, "database": store.database, "heap": store.heap}
+
+
 def run_resources(**sections: Any) -> dict[str, Any]:
     """The resources of a run configured with `sections` (e.g. `corpus={"sample": 12}`), and
     the stage IO manager."""
@@ -96,7 +103,15 @@ def seed_corpus_and_graph(root: Path, goldens: list[dict], store: Any) -> None:
     src.mkdir(parents=True, exist_ok=True)
     write_jsonl(src / "goldens.jsonl", goldens)
     digest = file_sha256(src / "goldens.jsonl")
-    (src / "manifest.json").write_text("{}\n")
+    # The corpus manifest scored_run pins the bundle's corpus from (`build_manifest`).
+    corpus_manifest = {
+        "upstream": {"source": "seeded", "file_name": "seeded.json", "sha256": "seeded"},
+        "sample_spec": {"sample": None, "seed": 0, "floor": 1},
+        "comparable": True,
+        "tiers": "1",
+        "files": {"goldens.jsonl": digest, "fixtures.jsonl": "seeded"},
+    }
+    (src / "manifest.json").write_text(json.dumps(corpus_manifest, indent=1) + "\n")
     g = seed_output(
         root,
         "goldens",
@@ -106,6 +121,7 @@ def seed_corpus_and_graph(root: Path, goldens: list[dict], store: Any) -> None:
     fixtures = seed_output(
         root,
         "session_fixtures",
+        files={"manifest.json": src / "manifest.json"},  # scored_run reads the corpus manifest
         facts={"fixtures_sha256": "seeded", "goldens_sha256": digest},
         inputs={"goldens": g},
     )

@@ -1,4 +1,5 @@
-"""One real embedded ArcadeDB for the whole test session (start-up costs ~4 s).
+"""The session's one embedded ArcadeDB (`graph_dir`, root conftest): the graph tests share a
+database of their own on it (`session_store`).
 
 Tests that stop or kill the server leave it to the next `store` fixture use, which calls
 `ensure_running()` and so restarts it (that restart is itself under test).
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline.graph.store import GraphStore
+from eval_pipeline_tests.conftest import HEAP, fresh_database
 
 
 def write_fixtures(
@@ -47,7 +49,7 @@ def write_fixtures(
 
 @pytest.fixture(scope="session")
 def session_store(graph_dir: Path) -> Iterator[GraphStore]:
-    store = GraphStore(data_dir=str(graph_dir), heap="512m")
+    store = GraphStore(data_dir=str(graph_dir), database=fresh_database("graph"), heap=HEAP)
     store.ensure_running()
     yield store
     store.close()

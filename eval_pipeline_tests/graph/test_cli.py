@@ -24,15 +24,17 @@ def test_status_then_stop(
     store.wipe()
     info = server.running_info(graph_dir)
     assert info is not None
-    assert run("graph", "--graph-data-dir", str(graph_dir), "status") == 0
+    where = ("--graph-data-dir", str(graph_dir), "--graph-database", store.database)
+    assert run("graph", *where, "status") == 0
     out = capsys.readouterr().out
     assert f"uri:      {info.bolt_uri}" in out and f"pid:      {info.pid}" in out
     assert f"data dir: {graph_dir}" in out and "nodes:    1 (EvalPipelineClaim 1)" in out
+    assert f"database: {store.database}" in out
 
-    assert run("graph", "--graph-data-dir", str(graph_dir), "stop") == 0
+    assert run("graph", *where, "stop") == 0
     assert f"stopped embedded ArcadeDB (pid {info.pid}" in capsys.readouterr().out
     assert server.running_info(graph_dir) is None
-    assert run("graph", "--graph-data-dir", str(graph_dir), "status") == cli.NOT_RUNNING
+    assert run("graph", *where, "status") == cli.NOT_RUNNING
     assert "not running" in capsys.readouterr().out
 
 

@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from eval_pipeline import cli
-from eval_pipeline.run_chain import chain_resources
+from eval_pipeline import build, cli
+from eval_pipeline.assets.scoring import judge_layer
+from eval_pipeline.run_cli import run_config_from_args
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
@@ -70,10 +71,12 @@ def test_role_settings_from_the_cli_and_from_config_reach_the_layers(tmp_path):
     args = parser.parse_args(
         ["run", "--config", str(config), "--judge-max-tokens", "128", "--reconciler", "llm"]
     )
-    resources = chain_resources(cli.run_options_from_args(args))
-    judge = resources["scoring"].llm_layer()
-    reader = resources["retrieval"].llm_layer()
-    reconciler = resources["reconcile"].llm_layer()
+    run, _ = run_config_from_args(args)
+    # The layers each stage builds from its section of the run configuration.
+    judge = judge_layer(run.scoring, run.repeat)
+    reader = build.retrieval_layer(run.retrieval, run.repeat)
+    reconciler = build.reconcile_layer(run.reconcile, run.repeat)
+    assert judge is not None and reader is not None and reconciler is not None
     try:
         j = judge.role("judge").config
         assert (j.timeout_s, j.max_tokens, j.concurrency) == (300, 128, 1)  # the CLI wins

@@ -282,12 +282,14 @@ def test_the_pins_name_the_weights_by_sha256_the_server_and_the_sampling(
 
 
 def test_the_manifest_pins_a_local_judge_by_its_weights(local_spec, local_model):
-    from eval_pipeline.assets.scoring import ScoringSettings, judge_role_pins
+    from eval_pipeline.build import role_pins
+    from eval_pipeline.config import ModelRole, ScoringConfig
 
-    scoring = ScoringSettings(judge=local_spec, llm_roles='{"judge": {"max_tokens": 300}}')
-    pins = judge_role_pins(scoring)
+    # The judge role's pins as the manifest records them (`manifest.build_manifest`).
+    scoring = ScoringConfig(judge=ModelRole(model=local_spec, max_tokens=300))
+    pins = role_pins("judge", scoring.judge)
     assert pins["weights"]["sha256"] == local_model.sha256 and pins["max_tokens"] == 300
-    assert judge_role_pins(ScoringSettings()) is None
+    assert role_pins("judge", ScoringConfig().judge) is None
 
 
 def test_a_run_stops_the_server_it_started_and_leaves_a_running_one(

@@ -10,7 +10,6 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from eval_pipeline.assets.reconcile import ReconcilerSettings
 from eval_pipeline.graph.inject import inject_fixtures
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.reconcile import memory_checks
@@ -18,7 +17,7 @@ from eval_pipeline.reconcile.registry import load_reconciler
 from eval_pipeline.reconcile.runner import reconcile_pending
 
 from .namespace_fixtures import write_namespace_fixtures
-from .test_reconcile_asset import materialize
+from .test_reconcile_asset import materialize_reconciled
 
 _databases = itertools.count()
 CHECKS = (
@@ -138,8 +137,8 @@ def test_a_fact_citing_another_sessions_turn_fails(consolidated: GraphStore):
 
 
 def test_the_asset_checks_report_a_broken_graph(consolidated: GraphStore):
-    settings = ReconcilerSettings(reconciler="consolidating")
-    ok = materialize(consolidated, settings)
+    settings = {"reconciler": "consolidating"}
+    ok = materialize_reconciled(consolidated, settings)
     assert ok.success
     passed = {c.check_name: c.passed for c in ok.get_asset_check_evaluations()}
     assert passed["memory_no_duplicate_entities"] is True
@@ -154,7 +153,7 @@ def test_the_asset_checks_report_a_broken_graph(consolidated: GraphStore):
         "MATCH (f:Fact {fact_id: $id})-[r:SUPERSEDED_BY]->() DELETE r",
         {"id": pair["old"]},
     )
-    broken = materialize(consolidated, settings)
+    broken = materialize_reconciled(consolidated, settings)
     checks = {c.check_name: c for c in broken.get_asset_check_evaluations()}
     assert checks["memory_supersession_complete"].passed is False
     assert checks["memory_supersession_complete"].severity == dg.AssetCheckSeverity.ERROR

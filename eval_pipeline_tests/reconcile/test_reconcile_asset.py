@@ -5,40 +5,38 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
 
-from eval_pipeline.assets.reconcile import (
-    RECONCILE_ASSETS,
-    RECONCILE_CHECKS,
-    ReconcilerSettings,
-    reconciled_graph,
-)
-from eval_pipeline.assets.resources import ProjectPaths
+from eval_pipeline.assets.reconcile import reconciled_graph
 from eval_pipeline.graph.checks import read_graph_fingerprint
-from eval_pipeline_tests.artifacts import seed_artifact
+from eval_pipeline.graph.store import GraphStore
+from eval_pipeline_tests.artifacts import ONE_BATCH, graph_section, materialize, seed_output
 
 from .graph_fixtures import SESSION_IDS
 
 PLUGINS = "eval_pipeline_tests.reconcile.plugins"
 
 
-def materialize(store, settings: ReconcilerSettings, instance=None):
-    """reconciled_graph alone, over the injection of `store` (recorded as if a run made it)."""
+def materialize_reconciled(
+    store: GraphStore, reconcile: dict[str, Any], instance: dg.DagsterInstance | None = None
+) -> dg.ExecuteInProcessResult:
+    """reconciled_graph alone (with its checks), configured by the `reconcile` section, over
+    the injection of `store` (its injected_graph output seeded as if a run made it)."""
     instance = instance or dg.DagsterInstance.ephemeral()
     root = Path(tempfile.mkdtemp(prefix="reconcile-state-"))
     fingerprint = read_graph_fingerprint(store)["fingerprint"]
-    seed_artifact(instance, root, "injected_graph", facts={"fingerprint": fingerprint})
-    return dg.materialize(
-        [*RECONCILE_ASSETS, *RECONCILE_CHECKS],
-        resources={
-            "graph": store,
-            "reconcile": settings,
-            "paths": ProjectPaths(state_dir=str(root)),
-        },
-        instance=instance,
+    seed_output(root, "injected_graph", facts={"fingerprint": fingerprint}, partition=ONE_BATCH)
+    return materialize(
+        ["reconciled_graph"],
+        instance,
+        partition=ONE_BATCH,
         raise_on_error=False,
+        paths={"state_dir": str(root)},
+        graph=graph_section(store),
+        reconcile=reconcile,
     )
 
 
@@ -51,13 +49,13 @@ def test_the_asset_key_deps_and_pool_are_as_promised():
 
 def test_materialization_reports_failures_completeness_nodes_and_pins(injected_store):
     instance = dg.DagsterInstance.ephemeral()
-    settings = ReconcilerSettings(
-        reconciler=f"{PLUGINS}:FailingReconciler",
-        config='{"fail": ["s_cafe"], "summary_sentences": 2}',
-        concurrency=3,
-        completeness_threshold=0.99,
-    )
-    result = materialize(injected_store, settings, instance)
+    settings = {
+        "reconciler": f"{PLUGINS}:FailingReconciler",
+        "options": {"fail": ["s_cafe"], "summary_sentences": 2},
+        "concurrency": 3,
+        "completeness_threshold": 0.99,
+    }
+    result = materialize_reconciled(injected_store, settings, instance)
     assert result.success
     meta = result.asset_materializations_for_node("reconciled_graph")[0].metadata
     n = len(SESSION_IDS)
@@ -86,12 +84,12 @@ def test_materialization_reports_failures_completeness_nodes_and_pins(injected_s
 
     # Materializing the same configuration again resumes: the failed session only; then
     # the check passes. (Which sessions fail on purpose is not part of the plug-in's pins.)
-    same = ReconcilerSettings(
-        reconciler=f"{PLUGINS}:FailingReconciler",
-        config='{"summary_sentences": 2}',
-        completeness_threshold=0.99,
-    )
-    again = materialize(injected_store, same)
+    same = {
+        "reconciler": f"{PLUGINS}:FailingReconciler",
+        "options": {"summary_sentences": 2},
+        "completeness_threshold": 0.99,
+    }
+    again = materialize_reconciled(injected_store, same)
     meta = again.asset_materializations_for_node("reconciled_graph")[0].metadata
     assert meta["sessions_to_do"].value == 1 and meta["sessions_skipped_done"].value == n - 1
     assert meta["completeness"].value == 1.0
@@ -103,17 +101,17 @@ def test_materialization_reports_failures_completeness_nodes_and_pins(injected_s
         "memory_provenance_complete": True,
     }
     # Another reconciler never inherits those sessions: every one is redone.
-    other = materialize(injected_store, ReconcilerSettings(completeness_threshold=0.99))
+    other = materialize_reconciled(injected_store, {"completeness_threshold": 0.99})
     meta = other.asset_materializations_for_node("reconciled_graph")[0].metadata
     assert meta["sessions_to_do"].value == n and meta["sessions_redone_other_pins"].value == n
     assert meta["pins"].value["name"] == "extractive"
 
 
 def test_a_configuration_that_cannot_run_fails_the_step_with_the_reason(injected_store):
-    result = materialize(injected_store, ReconcilerSettings(reconciler="llm"))
+    result = materialize_reconciled(injected_store, {"reconciler": "llm"})
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
     assert "needs a model" in str(failure.event_specific_data.error.message)
-    bad = materialize(injected_store, ReconcilerSettings(reconciler="nope.module:Thing"))
+    bad = materialize_reconciled(injected_store, {"reconciler": "nope.module:Thing"})
     failure = next(e for e in bad.all_events if e.is_step_failure)
     assert "cannot import module 'nope.module'" in str(failure.event_specific_data.error.message)

@@ -5,9 +5,11 @@ statement; on the embedded ArcadeDB, over a reconciled graph (turns, chunks, epi
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from eval_pipeline.graph.inject import inject_fixtures
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.reconcile import reconcile_pending
 from eval_pipeline.reconcile.extractive import ExtractiveReconciler
@@ -16,6 +18,7 @@ from eval_pipeline.retrieve.fulltext import FulltextRetriever
 from eval_pipeline.retrieve.protocol import RetrievalEnv
 from eval_pipeline.retrieve.readonly_guard import check_read_only
 from eval_pipeline.retrieve.terms import or_query
+from eval_pipeline_tests.conftest import HEAP, fresh_database
 
 QUERIES = [
     "bike",
@@ -26,11 +29,16 @@ QUERIES = [
 ]
 
 
-@pytest.fixture
-def reconciled(scratch_store: GraphStore) -> Iterator[GraphStore]:
-    report = reconcile_pending(scratch_store, ExtractiveReconciler(), concurrency=1)
+@pytest.fixture(scope="module")
+def reconciled(arcadedb_dir: Path, fixtures_file: Path) -> Iterator[GraphStore]:
+    """The fixture set injected and reconciled once, in a database of this module's own on
+    the session's server: the tests only read it."""
+    store = GraphStore(data_dir=str(arcadedb_dir), database=fresh_database("bounded"), heap=HEAP)
+    inject_fixtures(store, fixtures_file)
+    report = reconcile_pending(store, ExtractiveReconciler(), concurrency=1)
     assert report.done > 0
-    yield scratch_store
+    yield store
+    store.close()
 
 
 def _read(store: GraphStore, log: list[str]):

@@ -3,36 +3,37 @@
 from __future__ import annotations
 
 import dagster as dg
+import pytest
+from pydantic import ValidationError
 
-from eval_pipeline.assets.resources import ProjectPaths
-from eval_pipeline.assets.retrieval import (
-    FINGERPRINT_AFTER,
-    FINGERPRINT_BEFORE,
-    RESULTS_FILE,
-    RETRIEVAL_ASSETS,
-    RETRIEVAL_CHECKS,
-    RetrievalSettings,
-    percentile,
-)
+from eval_pipeline.assets.retrieval import RESULTS_FILE, percentile
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.retrieve.results import QuestionRetrieval
-from eval_pipeline_tests.artifacts import artifact_dir, seed_corpus_and_graph
+from eval_pipeline_tests.artifacts import (
+    ONE_BATCH,
+    artifact_dir,
+    graph_section,
+    materialize,
+    seed_corpus_and_graph,
+)
 from eval_pipeline_tests.retrieve.fixture_graph import QUESTIONS, golden_rows
 
+FINGERPRINT_BEFORE = "graph_fingerprint_before"
+FINGERPRINT_AFTER = "graph_fingerprint_after"
 
-def _materialize(tmp_path, store, goldens, **settings):
-    """retrieval_results alone, over the fixture graph, with its inputs recorded."""
-    instance = dg.DagsterInstance.ephemeral()
-    seed_corpus_and_graph(instance, tmp_path, goldens, store)
-    return dg.materialize(
-        [*RETRIEVAL_ASSETS, *RETRIEVAL_CHECKS],
-        resources={
-            "paths": ProjectPaths(state_dir=str(tmp_path)),
-            "graph": store,
-            "retrieval": RetrievalSettings(**settings),
-        },
-        instance=instance,
+
+def _materialize(tmp_path, store, goldens, **retrieval):
+    """retrieval_results alone (with its checks), over the fixture graph, its inputs seeded,
+    configured by the `retrieval` section."""
+    seed_corpus_and_graph(tmp_path, goldens, store)
+    return materialize(
+        ["retrieval_results"],
+        dg.DagsterInstance.ephemeral(),
+        partition=ONE_BATCH,
         raise_on_error=False,
+        paths={"state_dir": str(tmp_path)},
+        graph=graph_section(store),
+        retrieval=retrieval,
     )
 
 
@@ -82,13 +83,14 @@ def test_batch_scope_and_bad_settings(tmp_path, fixture_store):
     rows = _results(ok)
     assert {r["scope"] for r in rows} == {"batch"} and all(len(r["items"]) <= 3 for r in rows)
 
-    bad = _materialize(tmp_path / "b", fixture_store, golden_rows(), scope="everything")
-    assert not bad.success
+    # A scope that does not exist is refused as the run is configured, before anything runs.
+    with pytest.raises(ValidationError, match="scope"):
+        _materialize(tmp_path / "b", fixture_store, golden_rows(), scope="everything")
     offline_agent = _materialize(
         tmp_path / "c", fixture_store, golden_rows(), retriever="graph_agent"
     )
     assert not offline_agent.success
-    assert not list((tmp_path / "c" / "artifacts").glob("*/retrieval_results"))
+    assert not list((tmp_path / "c" / "artifacts").glob("*/retrieval_results/**/stage.json"))
 
 
 def test_percentile_is_nearest_rank():
@@ -120,6 +122,8 @@ def test_graph_agent_and_llm_reader_through_the_asset(tmp_path, fixture_store, m
         return ScriptedReply(text=json.dumps(step))
 
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    # The LLM cache lives in the state dir: this test's own, so no reply comes from another.
+    monkeypatch.setenv("EVAL_PIPELINE_HOME", str(tmp_path))
     with WireServer(responder) as wire:
         spec = f"openai:gpt-4o-mini@{wire.openai_base_url}"
         result = _materialize(
@@ -127,9 +131,8 @@ def test_graph_agent_and_llm_reader_through_the_asset(tmp_path, fixture_store, m
             fixture_store,
             golden_rows(),
             retriever="graph_agent",
-            retrieval_agent=spec,
-            reader=spec,
-            llm_cache_path=str(tmp_path / "llm.sqlite3"),
+            agent={"model": spec},
+            reader={"model": spec},
         )
     assert result.success
     rows = [QuestionRetrieval.model_validate(r) for r in _results(result)]

@@ -8,14 +8,6 @@ import json
 import dagster as dg
 import pytest
 
-from eval_pipeline.assets.compare import (
-    COMPARE_ASSETS,
-    COMPARE_CHECKS,
-    CalibrationSettings,
-    ComparisonSettings,
-)
-from eval_pipeline.assets.resources import ProjectPaths
-from eval_pipeline.assets.scoring import ScoringSettings
 from eval_pipeline.runs import cli
 from eval_pipeline.runs.calibrate import (
     CalibrationRefused,
@@ -28,6 +20,7 @@ from eval_pipeline.runs.calibrate import (
 )
 from eval_pipeline.runs.compare import compare
 from eval_pipeline.runs.load import load_run
+from eval_pipeline_tests.artifacts import materialize, seed_output
 from eval_pipeline_tests.runs.synthetic import (
     BASE_PINS,
     PIN_CHANGES,
@@ -163,18 +156,16 @@ def test_cli_calibrate(tmp_path, capsys):
 # --- the noise_floor asset ------------------------------------------------------------------
 
 
-def _materialize(tmp_path, **calibration):
-    return dg.materialize(
-        [*COMPARE_ASSETS, *COMPARE_CHECKS],
-        selection=["noise_floor"],
-        resources={
-            "paths": ProjectPaths(state_dir=str(tmp_path)),
-            "scoring": ScoringSettings(),
-            "comparison": ComparisonSettings(),
-            "calibration": CalibrationSettings(**calibration),
-        },
-        instance=dg.DagsterInstance.ephemeral(),
+def _materialize(tmp_path, latest, **calibration):
+    """noise_floor alone, its input the scored_run output that wrote `latest` (the chain's
+    latest run), configured by the `calibration` section."""
+    seed_output(tmp_path, "scored_run", facts={"run_dir": str(latest)})
+    return materialize(
+        ["noise_floor"],
+        dg.DagsterInstance.ephemeral(),
         raise_on_error=False,
+        paths={"state_dir": str(tmp_path)},
+        calibration=calibration,
     )
 
 
@@ -186,13 +177,13 @@ def _meta(result):
 def test_asset_calibrates_over_the_runs_sharing_the_latest_runs_pins(tmp_path):
     runs_dir = tmp_path / "runs"
     first = write_run(runs_dir, outcomes("q", REPEATS[0]), label="lone")
-    assert _materialize(tmp_path).success
-    assert _meta(_materialize(tmp_path))["calibrated"] is False  # one run: nothing yet
+    assert _materialize(tmp_path, first).success
+    assert _meta(_materialize(tmp_path, first))["calibrated"] is False  # one run: nothing yet
     assert not (runs_dir / "noise_floors").exists()
 
     write_run(runs_dir, outcomes("q", REPEATS[1]), pins=set_pin(BASE_PINS, "top_k", 3))
     repeats = _repeats(runs_dir, REPEATS[1:])
-    meta = _meta(_materialize(tmp_path))
+    meta = _meta(_materialize(tmp_path, repeats[-1]))
     assert meta["calibrated"] is True and meta["repeats"] == 3  # not the top_k=3 run
     assert meta["runs"] == [first.name, *(r.name for r in repeats)]
     assert meta["tier1_floor_pp"] == pytest.approx(20.0)
@@ -208,6 +199,6 @@ def test_asset_with_explicit_runs_that_are_not_repeats_fails(tmp_path):
     b = write_run(
         tmp_path / "runs", outcomes("q", [True] * 3), pins=set_pin(BASE_PINS, "scope", "batch")
     )
-    result = _materialize(tmp_path, runs=[a.name, str(b)])
+    result = _materialize(tmp_path, b, runs=[a.name, str(b)])
     assert not result.success
     assert not (tmp_path / "runs" / "noise_floors").exists()

@@ -6,14 +6,6 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from eval_pipeline.assets.compare import (
-    COMPARE_ASSETS,
-    COMPARE_CHECKS,
-    CalibrationSettings,
-    ComparisonSettings,
-)
-from eval_pipeline.assets.resources import ProjectPaths
-from eval_pipeline.assets.scoring import ScoringSettings
 from eval_pipeline.runs import cli
 from eval_pipeline.runs.calibrate import floor_path_for, save_noise_floor
 from eval_pipeline.runs.compare import (
@@ -24,6 +16,7 @@ from eval_pipeline.runs.compare import (
 )
 from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.pins import COMPARABILITY_PINS
+from eval_pipeline_tests.artifacts import materialize, seed_output
 from eval_pipeline_tests.runs.synthetic import (
     BASE_PINS,
     PIN_CHANGES,
@@ -324,18 +317,16 @@ def test_cli_compare_bad_input_exits_two(tmp_path, capsys):
 # --- the run_comparison asset ------------------------------------------------------------------
 
 
-def _materialize(tmp_path, **comparison):
-    return dg.materialize(
-        [*COMPARE_ASSETS, *COMPARE_CHECKS],
-        selection=["run_comparison"],
-        resources={
-            "paths": ProjectPaths(state_dir=str(tmp_path)),
-            "scoring": ScoringSettings(),
-            "comparison": ComparisonSettings(**comparison),
-            "calibration": CalibrationSettings(),
-        },
-        instance=dg.DagsterInstance.ephemeral(),
+def _materialize(tmp_path, candidate, **comparison):
+    """run_comparison alone (with its check), its input the scored_run output that wrote
+    `candidate` (as the chain's scored_run hands it on), configured by `comparison`."""
+    seed_output(tmp_path, "scored_run", facts={"run_dir": str(candidate)})
+    return materialize(
+        ["run_comparison"],
+        dg.DagsterInstance.ephemeral(),
         raise_on_error=False,
+        paths={"state_dir": str(tmp_path)},
+        comparison=comparison,
     )
 
 
@@ -350,7 +341,7 @@ def test_asset_compares_with_the_previous_run_with_the_same_pins(tmp_path):
     # A later run over other pins is skipped when looking for the baseline.
     write_run(runs, outcomes("q", ALL_COVERED), pins=set_pin(BASE_PINS, *PIN_CHANGES["reader"]))
     cand = write_run(runs, outcomes("q", [False] * 8 + [True] * 12), label="cand")
-    result = _materialize(tmp_path)
+    result = _materialize(tmp_path, cand)
     assert result.success
     meta = _meta(result)
     assert meta["baseline"] == str(base) and meta["candidate"] == str(cand)
@@ -363,7 +354,7 @@ def test_asset_compares_with_the_previous_run_with_the_same_pins(tmp_path):
 
     # With the floor stored for the base's configuration, the same comparison is decided.
     save_noise_floor(hand_floor(base, 5.0), floor_path_for(runs, load_run(base)))
-    meta = _meta(_materialize(tmp_path))
+    meta = _meta(_materialize(tmp_path, cand))
     assert meta["verdict"] == "REGRESSED" and meta["calibrated"] is True
 
 
@@ -371,22 +362,26 @@ def test_asset_records_a_refusal_and_its_blocking_check_fails(tmp_path):
     runs = tmp_path / "runs"
     pins = set_pin(BASE_PINS, *PIN_CHANGES["corpus.sha256"])
     base = write_run(runs, outcomes("q", ALL_COVERED), pins=pins)
-    write_run(runs, outcomes("q", ALL_COVERED))
-    result = _materialize(tmp_path, baseline=str(base))
+    cand = write_run(runs, outcomes("q", ALL_COVERED))
+    result = _materialize(tmp_path, cand, baseline=str(base))
     meta = _meta(result)  # the asset itself materialized
     assert meta["verdict"] == "REFUSED" and meta["refused"] is True
     assert meta["refused_pins"] == ["corpus.sha256"]
     (check,) = result.get_asset_check_evaluations()
     assert check.check_name == "run_comparison_pins_match" and not check.passed
     assert "corpus.sha256" in check.description
-    # Blocking: the failed check (not the asset step) is what fails the run.
+    # Blocking: the failed check (the asset's own, evaluated in its step after it
+    # materialized) is what fails the run, not an error in the asset's body.
     assert not result.success
-    failed = [e.step_key for e in result.all_events if e.is_step_failure]
-    assert failed == ["run_comparison_run_comparison_pins_match"]
+    failed = [e for e in result.all_events if e.is_step_failure]
+    assert [e.step_key for e in failed] == ["run_comparison"]
+    error = failed[0].event_specific_data.error
+    assert error.cls_name == "DagsterAssetCheckFailedError"
+    assert "run_comparison_pins_match" in error.message
 
 
 def test_asset_without_a_baseline_says_so(tmp_path):
-    write_run(tmp_path / "runs", outcomes("q", ALL_COVERED))
-    result = _materialize(tmp_path)
+    only = write_run(tmp_path / "runs", outcomes("q", ALL_COVERED))
+    result = _materialize(tmp_path, only)
     assert result.success and _meta(result)["verdict"] == "NO BASELINE"
     assert all(c.passed for c in result.get_asset_check_evaluations())

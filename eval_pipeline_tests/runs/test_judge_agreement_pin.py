@@ -9,7 +9,8 @@ import dagster as dg
 import pytest
 
 from eval_pipeline.assets.judge_agreement import JUDGE_AGREEMENT_ASSETS
-from eval_pipeline.assets.scoring import ScoringSettings
+from eval_pipeline.assets.resources import ScoringResource
+from eval_pipeline.config import ModelRole
 from eval_pipeline.corpus.judge_labels import load_labels
 from eval_pipeline.runs import cli
 from eval_pipeline.runs.compare import compare
@@ -130,7 +131,7 @@ def test_judge_agreement_asset_publishes_the_stored_check(home):
     AgreementStore().put(_check(judge=judge, prompt=prompt_hash()))
     result = dg.materialize(
         JUDGE_AGREEMENT_ASSETS,
-        resources={"scoring": ScoringSettings(judge=judge)},
+        resources={"scoring": ScoringResource(judge=ModelRole(model=judge))},
         instance=dg.DagsterInstance.ephemeral(),
     )
     assert result.success
@@ -143,7 +144,7 @@ def test_judge_agreement_asset_publishes_the_stored_check(home):
 
     offline = dg.materialize(
         JUDGE_AGREEMENT_ASSETS,
-        resources={"scoring": ScoringSettings()},
+        resources={"scoring": ScoringResource()},
         instance=dg.DagsterInstance.ephemeral(),
     )
     [mat] = offline.get_asset_materialization_events()

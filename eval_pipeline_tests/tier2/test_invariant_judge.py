@@ -297,9 +297,11 @@ def test_the_labelled_set_checks_the_invariant_judge_too(goldens, universe):
 def test_tier2_scoring_runs_the_invariant_judge_beside_the_criteria_judge(
     tmp_path, monkeypatch, goldens
 ):
-    """`add_tier2_scores` as the scoring asset calls it, on the layer ScoringSettings builds:
-    each tier-2 row gets criteria_score and invariant_score, and the invariant dimensions."""
-    from eval_pipeline.assets.scoring import ScoringSettings, add_tier2_scores
+    """`add_tier2_scores` as the scoring asset calls it, on the layer its `scoring` section
+    builds: each tier-2 row gets criteria_score and invariant_score, and the invariant
+    dimensions."""
+    from eval_pipeline.assets.scoring import add_tier2_scores
+    from eval_pipeline.config import ModelRole, RepeatConfig, ScoringConfig
 
     monkeypatch.setenv("EVAL_PIPELINE_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -331,7 +333,10 @@ def test_tier2_scoring_runs_the_invariant_judge_beside_the_criteria_judge(
     with WireServer(responder=both) as server:
         spec = f"openai_compatible:judge-model@{server.openai_base_url}"
         out = add_tier2_scores(
-            [*rows, tier1], {GOLDEN: golden, "t1": {}}, layer_spec=ScoringSettings(judge=spec)
+            [*rows, tier1],
+            {GOLDEN: golden, "t1": {}},
+            scoring=ScoringConfig(judge=ModelRole(model=spec)),
+            repeat=RepeatConfig(),
         )
     good, bad, untouched = out
     assert untouched is tier1
@@ -343,7 +348,9 @@ def test_tier2_scoring_runs_the_invariant_judge_beside_the_criteria_judge(
     assert bad["invariant"]["unsupported_claims"] == ["dana.kim triggered it"]
     assert set(good["invariant"]["dimensions"]) == set(WEIGHTS)
     # offline: both judged tier-2 metrics unscored, never 0, and no dimensions recorded
-    offline = add_tier2_scores(rows, {GOLDEN: golden}, layer_spec=ScoringSettings())
+    offline = add_tier2_scores(
+        rows, {GOLDEN: golden}, scoring=ScoringConfig(), repeat=RepeatConfig()
+    )
     for row in offline:
         assert row["metrics"]["invariant_score"]["score"] is None
         assert row["metrics"]["criteria_score"]["score"] is None and "invariant" not in row
