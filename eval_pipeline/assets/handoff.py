@@ -138,6 +138,10 @@ def publish_as(
         pub.output = output
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+        if pub.output is None:  # nothing published: no empty directory left for it either
+            for parent in (final.parent, final.parent.parent):
+                with contextlib.suppress(OSError):
+                    parent.rmdir()
 
 
 def index_output(root: Path, output: StageOutput, chain: str) -> None:
