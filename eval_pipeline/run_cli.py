@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from eval_pipeline.config import SECTIONS, ModelRole, RunConfig
+from eval_pipeline.llm.config import LOCAL_ROLE_DEFAULTS
 
 # Exit codes of `eval-pipeline run` (docs/cli.md lists them).
 EXIT_OK = 0  # complete: every question measured
@@ -88,10 +89,12 @@ def _help(path: tuple[str, ...], field: FieldInfo) -> str:
 def add_run_options(p: argparse.ArgumentParser, only: tuple[str, ...] | None = None) -> None:
     """The flags of `run` (or `only` these), read off RunConfig: nothing is stated here a
     second time."""
+    local = LOCAL_ROLE_DEFAULTS
     roles = p.add_argument_group(
         "per-role LLM settings",
         "ROLE is reader, judge, retrieval-agent or reconciler; unset: the provider's default "
-        "(local: 600 s timeout, concurrency 1, max tokens per role)",
+        f"(local: {local['timeout_s']:g} s timeout, concurrency {local['concurrency']}, "
+        "max tokens per role)",
     )
     flags = run_flags()
     p.set_defaults(_flags=tuple(only or flags))
