@@ -19,7 +19,7 @@ import os
 from typing import Any, Literal
 
 import dagster as dg
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from eval_pipeline.corpus.batches import MAX_BATCHES
 from eval_pipeline.corpus.sampling import SampleSpec
@@ -54,6 +54,12 @@ class ModelRole(dg.Config):
         description="first mode tried; a server refusing it is asked in the next",
         json_schema_extra={"choices": list(STRUCTURED_OUTPUT_MODES)},
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _spec_alone(cls, data: Any) -> Any:
+        # `judge: openai:gpt-4o-mini` in a --config section: the model, settings unset.
+        return {"model": data} if isinstance(data, str) else data
 
     @field_validator("model")
     @classmethod
