@@ -100,6 +100,7 @@ class Chain:
 
     def __init__(self, root: Path, graph_dir: Path, database: str, env: Env) -> None:
         self.root = root
+        root.mkdir(parents=True, exist_ok=True)
         self.state = root / "state"
         self.dagster_home = self.state / "dagster_home"
         self.graph_dir = graph_dir
