@@ -145,3 +145,18 @@ def module_chain(chain_base: Path, graph_dir: Path):
     from eval_pipeline_tests.chain_runner import Chain
 
     return Chain(chain_base / f"chain{next(_chains)}", graph_dir, fresh_database("chain"), env={})
+
+
+@pytest.fixture(scope="session")
+def light_tier2_run(chain_base: Path, graph_dir: Path):
+    """One offline chain over both tiers, tier 2's light scenarios, with the consolidating
+    reconciler (namespaced memory): `eval-pipeline run --tier all --light --reconciler
+    consolidating`, once per session. test_tier2_run, runs/test_report_real_bundle and
+    tier2/test_ingestion_axis each read its bundle (the report test rewrites report.html
+    from it, as `eval-pipeline report` does). Returns (its Chain, its Ran)."""
+    from eval_pipeline_tests.chain_runner import Chain
+
+    chain = Chain(chain_base / "light-tier2", graph_dir, fresh_database("chain"), env={})
+    res = chain.run("--tier", "all", "--light", "--reconciler", "consolidating")
+    assert res.returncode == 0, res.stderr[-3000:]
+    return chain, res
