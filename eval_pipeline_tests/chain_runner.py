@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import traceback
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +96,32 @@ def captured_fds() -> Iterator[dict[str, str]]:
                 got[name] = f.read().decode("utf-8", errors="replace")
 
 
+# Python's own warning filters, as a console script starts with them (not pytest's).
+CONSOLE_WARNING_FILTERS = (
+    ("default", DeprecationWarning, "__main__"),
+    ("ignore", DeprecationWarning, None),
+    ("ignore", PendingDeprecationWarning, None),
+    ("ignore", ImportWarning, None),
+    ("ignore", ResourceWarning, None),
+)
+
+
+@contextlib.contextmanager
+def console_warnings() -> Iterator[None]:
+    """Warnings shown on stderr (captured with the command's output) under the filters a
+    console script has, instead of recorded by pytest."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        for action, category, module in reversed(CONSOLE_WARNING_FILTERS):
+            warnings.filterwarnings(action, category=category, module=module or "")
+        warnings.showwarning = show
+        yield
+
+
 class Chain:
     """Chains of one test (or one module): one state dir, one Dagster instance, one graph."""
 
@@ -157,7 +184,7 @@ class Chain:
 
     def cli(self, *argv: str, env: Env | None = None) -> Ran:
         """Any `eval-pipeline` command, in this process."""
-        with self.environment(env), captured_fds() as got:
+        with self.environment(env), captured_fds() as got, console_warnings():
             try:
                 code = main(list(argv))
             except SystemExit as exc:  # argparse
@@ -170,7 +197,7 @@ class Chain:
         is a traceback on stderr and exit 1, as from its console script."""
         from dagster._cli import ENV_PREFIX, cli
 
-        with self.environment(), captured_fds() as got:
+        with self.environment(), captured_fds() as got, console_warnings():
             try:
                 cli.main(list(argv), prog_name="dagster", auto_envvar_prefix=ENV_PREFIX)
                 code = 0

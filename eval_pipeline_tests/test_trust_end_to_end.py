@@ -207,7 +207,8 @@ def chain_runs_started(chain: Chain) -> list[str]:
 def test_two_chains_on_one_instance_one_is_refused_naming_the_holder(module_chain, completed_chain):
     # The server and the instance exist (completed_chain); the two below race for the lease
     # only, each the console script in a process of its own.
-    procs = [module_chain.spawn_run("--label", f"race{i}") for i in range(2)]
+    # Ten questions: the lease is what is raced for, not the sample.
+    procs = [module_chain.spawn_run("--sample", "10", "--label", f"race{i}") for i in range(2)]
     outs = [finished(p) for p in procs]
     codes = sorted(o.returncode for o in outs)
     assert codes == [0, EXIT_REFUSED], [(o.returncode, o.stderr[-500:]) for o in outs]
@@ -221,12 +222,14 @@ def test_two_chains_on_one_instance_one_is_refused_naming_the_holder(module_chai
     assert "Traceback" not in refused.stderr
     # With --wait-for-graph the second chain waits instead, and both finish: one in a process
     # of its own, started first, the other in this process once the first is under way.
-    waiting = module_chain.spawn_run("--wait-for-graph", "300", "--label", "waits")
+    waiting = module_chain.spawn_run(
+        "--wait-for-graph", "300", "--sample", "10", "--label", "waits"
+    )
     deadline = time.monotonic() + 120
     while not chain_runs_started(module_chain):
         assert waiting.poll() is None and time.monotonic() < deadline, waiting.stderr
         time.sleep(0.2)
-    here = module_chain.run("--wait-for-graph", "300", "--label", "here")
+    here = module_chain.run("--wait-for-graph", "300", "--sample", "10", "--label", "here")
     there = finished(waiting, 900)
     assert [there.returncode, here.returncode] == [0, 0], there.stderr[-2000:] + here.stderr
     # Both chains ran at once, and their stages did not interleave: one waited for the other.
