@@ -115,18 +115,52 @@ def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(STATE, ignore_errors=True)
 
 
+# Chains keep their state (Dagster's SQLite storage above all: a commit per event) in memory
+# where the machine has a tmpfs: a third of an in-process chain's time was fsync on a disk.
+CHAIN_TMPFS = Path("/dev/shm")
+
+
+@pytest.fixture(scope="session")
+def chain_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where the chains of this session keep their state dirs."""
+    if CHAIN_TMPFS.is_dir() and os.access(CHAIN_TMPFS, os.W_OK):
+        base = Path(tempfile.mkdtemp(prefix="eval-pipeline-chains-", dir=CHAIN_TMPFS))
+        yield base
+        shutil.rmtree(base, ignore_errors=True)
+    else:
+        yield tmp_path_factory.mktemp("chains")
+
+
+_chains = itertools.count()
+
+
 @pytest.fixture
-def chain(tmp_path: Path, graph_dir: Path):
+def chain(chain_base: Path, graph_dir: Path):
     """`eval-pipeline run` in this process, with a state dir, Dagster instance and graph
     database of this test's own (`chain_runner.Chain`)."""
     from eval_pipeline_tests.chain_runner import Chain
 
-    return Chain(tmp_path, graph_dir, fresh_database("chain"), env={})
+    return Chain(chain_base / f"chain{next(_chains)}", graph_dir, fresh_database("chain"), env={})
 
 
 @pytest.fixture(scope="module")
-def module_chain(tmp_path_factory: pytest.TempPathFactory, graph_dir: Path):
+def module_chain(chain_base: Path, graph_dir: Path):
     """The same, shared by the tests of one module (one chain's bundle, read many ways)."""
     from eval_pipeline_tests.chain_runner import Chain
 
-    return Chain(tmp_path_factory.mktemp("chain"), graph_dir, fresh_database("chain"), env={})
+    return Chain(chain_base / f"chain{next(_chains)}", graph_dir, fresh_database("chain"), env={})
+
+
+@pytest.fixture(scope="session")
+def light_tier2_run(chain_base: Path, graph_dir: Path):
+    """One offline chain over both tiers, tier 2's light scenarios, with the consolidating
+    reconciler (namespaced memory): `eval-pipeline run --tier all --light --reconciler
+    consolidating`, once per session. test_tier2_run, runs/test_report_real_bundle and
+    tier2/test_ingestion_axis each read its bundle (the report test rewrites report.html
+    from it, as `eval-pipeline report` does). Returns (its Chain, its Ran)."""
+    from eval_pipeline_tests.chain_runner import Chain
+
+    chain = Chain(chain_base / "light-tier2", graph_dir, fresh_database("chain"), env={})
+    res = chain.run("--tier", "all", "--light", "--reconciler", "consolidating")
+    assert res.returncode == 0, res.stderr[-3000:]
+    return chain, res

@@ -48,15 +48,16 @@ class FlakyRetriever:
 
 class StopsTheGraphReconciler(ExtractiveReconciler):
     """Extractive, but stops the embedded graph server while it reconciles (as an operator
-    running `eval-pipeline graph stop` mid-run would)."""
+    running `eval-pipeline graph stop` mid-run would): the default one of the state dir, once
+    per reconciler (a chain run in the tests' own process makes a new one)."""
 
     name = "stops-the-graph"
     version = "1"
     _stopped = False
 
     def reconcile(self, session):
-        if not StopsTheGraphReconciler._stopped:
-            StopsTheGraphReconciler._stopped = True
+        if not self._stopped:
+            self._stopped = True
             server.stop(server.resolve_data_dir(None))
         return super().reconcile(session)
 

@@ -1,15 +1,12 @@
 """The example memory system in examples/notes_memory, outside the package, end to end: loaded
 by import path, its own schema and consolidation over the bundled sample in a real graph, the
 memory checks, retrieval over what its schema declares searchable with recall through
-provenance, and the whole `eval-pipeline run` chain."""
+provenance, and the whole `eval-pipeline run` chain (in this process, `chain_runner`)."""
 
 from __future__ import annotations
 
 import itertools
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +29,6 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "notes_memory"
 SPEC = "notes_memory:NotesMemory"
 SAMPLE = ROOT / "corpus" / "sample"
-EXE = str(Path(sys.executable).with_name("eval-pipeline"))
 _databases = itertools.count()
 
 
@@ -98,25 +94,11 @@ def test_the_example_forms_memory_by_its_own_schema(example_path, sample_store):
     assert recall["turn"]["upstream"]["recall_all@10"] == 1.0  # through the notes' provenance
 
 
-def test_the_example_runs_the_whole_chain(tmp_path: Path):
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "CONFIDENT_API_KEY"},
-        "EVAL_PIPELINE_HOME": str(tmp_path / "state"),
-        "DAGSTER_HOME": str(tmp_path / "state" / "dagster_home"),
-        "PYTHONPATH": os.pathsep.join([str(EXAMPLE), os.environ.get("PYTHONPATH", "")]),
-    }
-    try:
-        res = subprocess.run(
-            [EXE, "run", "--reconciler", SPEC, "--label", "notes"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-    finally:
-        subprocess.run([EXE, "graph", "stop"], env=env, capture_output=True, timeout=60)
+def test_the_example_runs_the_whole_chain(example_path: Path, chain):
+    # In this process, the example importable as its users make it: on the path.
+    res = chain.run("--reconciler", SPEC, "--label", "notes")
     assert res.returncode == 0, res.stderr[-3000:]
-    run_dir = Path(res.stdout.strip().splitlines()[-1])
+    run_dir = res.run_dir
     manifest = json.loads((run_dir / "manifest.json").read_text())
     reconciler = manifest["pins"]["reconciler"]
     assert reconciler["name"] == "notes-memory"

@@ -1,13 +1,11 @@
 """`eval-pipeline run` end to end, as a user runs it: offline on the bundled sample, then
-with a judge whose provider is down. Real embedded graph server, real Dagster instance."""
+with a judge whose provider is down. Real embedded graph server, real Dagster instance; the
+chains run in this process through the CLI's entry point (`chain_runner`), one module's
+chains on one state dir, and one offline run through the console script, as a shell runs it."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,34 +14,14 @@ from eval_pipeline.runs.bundle import BUNDLE_FILES
 from eval_pipeline_tests.bundle_checks import assert_summary_recomputes
 from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 
-EXE = str(Path(sys.executable).with_name("eval-pipeline"))
 KEY = "sk-test-e2e-LEAKCANARY-31415926"
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    root = tmp_path_factory.mktemp("e2e")
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "CONFIDENT_API_KEY"},
-        "EVAL_PIPELINE_HOME": str(root / "state"),
-        "DAGSTER_HOME": str(root / "state" / "dagster_home"),
-    }
-    yield root, env
-    subprocess.run([EXE, "graph", "stop"], env=env, capture_output=True, timeout=60)
-
-
-def run(env, *args, timeout=600):
-    return subprocess.run(
-        [EXE, "run", *args], env=env, capture_output=True, text=True, timeout=timeout
-    )
-
-
-@pytest.fixture(scope="module")
-def offline_run(home):
-    root, env = home
-    res = run(env, "--label", "offline")
+def offline_run(module_chain):
+    res = module_chain.run("--label", "offline")
     assert res.returncode == 0, res.stderr[-3000:]
-    return Path(res.stdout.strip().splitlines()[-1]), res
+    return res.run_dir, res
 
 
 def test_offline_run_writes_a_complete_bundle(offline_run):
@@ -79,18 +57,26 @@ def test_summary_recall_recomputes_from_results(offline_run):
     assert_summary_recomputes(offline_run[0])
 
 
-def test_judge_outage_gives_unscored_not_zero_and_no_key_in_bundle(home, offline_run):
-    root, env = home
+def test_judge_outage_gives_unscored_not_zero_and_no_key_in_bundle(module_chain, offline_run):
     with WireServer(responder=lambda r: ScriptedReply(status=500, text="down")) as server:
-        cfg = root / "judge.yaml"
+        cfg = module_chain.root / "judge.yaml"
         cfg.write_text(f"judge: openai_compatible:judge-model@{server.openai_base_url}\n")
-        env = {**env, "OPENAI_API_KEY": KEY}  # in the environment, never in the bundle
-        res = run(env, "--config", str(cfg), "--label", "outage")
+        res = module_chain.run(
+            "--config",
+            str(cfg),
+            "--label",
+            "outage",
+            # Every question's judge call (and its retries' backoff) at once: seconds, not a
+            # minute of waves.
+            "--judge-concurrency",
+            "32",
+            env={"OPENAI_API_KEY": KEY},  # in the environment, never in the bundle
+        )
         assert server.request_count > 0  # the judge really was called
     # A judge that scored nothing: the bundle is written, saying incomplete, and the run
     # exits with its own code (4), never 0.
     assert res.returncode == 4, res.stderr[-3000:]
-    run_dir = Path(res.stdout.strip().splitlines()[-1])
+    run_dir = res.run_dir
     full = json.loads((run_dir / "summary.json").read_text())
     assert full["status"] == "incomplete" and full["incomplete"]["by_cause"] == {"judge": 31}
     assert "run incomplete: 31 question(s)" in res.stderr
@@ -107,44 +93,41 @@ def test_judge_outage_gives_unscored_not_zero_and_no_key_in_bundle(home, offline
     assert offline_run[0].exists() and offline_run[0] != run_dir
 
 
-def test_bad_option_is_one_clear_line(home):
-    _, env = home
-    res = run(env, "--judge", "nope:x", timeout=120)
-    assert res.returncode != 0
-    assert res.stderr.strip().splitlines()[-1].startswith("eval-pipeline: error: option --judge")
+def test_bad_option_is_one_clear_line(module_chain):
+    res = module_chain.run("--judge", "nope:x")
+    assert res.returncode == 2
+    assert res.stderr_lines[-1].startswith("eval-pipeline: error: option --judge")
 
 
-def test_repeats_calibrate_and_compare(home, offline_run):
+def test_repeats_calibrate_and_compare(module_chain, offline_run):
     """`run --repeat 2` gives two bundles over one graph; calibrate and compare accept them."""
-    root, env = home
-    res = run(env, "--repeat", "2", "--label", "rep")
+    res = module_chain.run("--repeat", "2", "--label", "rep")
     assert res.returncode == 0, res.stderr[-3000:]
-    first, second = (Path(p) for p in res.stdout.strip().splitlines()[-2:])
+    first, second = res.run_dirs
     assert first.is_dir() and second.is_dir() and first != second
-    floor = root / "floor.json"
-    cal = subprocess.run(
-        [EXE, "calibrate", first, second, "--out", floor],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    floor = module_chain.root / "floor.json"
+    cal = module_chain.cli("calibrate", str(first), str(second), "--out", str(floor))
     assert cal.returncode == 0, cal.stderr
-    cmp = subprocess.run(
-        [EXE, "compare", offline_run[0], second, "--noise-floor", floor],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    cmp = module_chain.cli("compare", str(offline_run[0]), str(second), "--noise-floor", str(floor))
     assert cmp.returncode == 0, cmp.stderr
     assert "verdict: INCONCLUSIVE" in cmp.stdout  # an identical offline configuration
 
 
-def test_refuses_to_start_while_deepeval_could_upload(home):
-    _, env = home
-    res = run({**env, "CONFIDENT_API_KEY": "confident-test-key"}, timeout=120)
-    assert res.returncode != 0
-    last = res.stderr.strip().splitlines()[-1]
+def test_refuses_to_start_while_deepeval_could_upload(module_chain):
+    res = module_chain.run(env={"CONFIDENT_API_KEY": "confident-test-key"})
+    assert res.returncode == 2
+    last = res.stderr_lines[-1]
     assert last.startswith("eval-pipeline: error: CONFIDENT_API_KEY is set")
     assert "confident-test-key" not in res.stderr
+
+
+@pytest.mark.slow
+def test_the_console_script_runs_a_chain_offline(module_chain):
+    """The installed `eval-pipeline` as a shell runs it: exit 0, a line per stage on stderr,
+    and the bundle the last line of stdout."""
+    res = module_chain.shell_run("--sample", "10", "--label", "shell")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.run_dir.parent == module_chain.state / "runs"
+    assert (res.run_dir / "manifest.json").is_file() and (res.run_dir / "report.html").is_file()
+    assert len(res.stage_lines) == 9 and all(": ok (" in x for x in res.stage_lines)
+    assert "tier 1: 10 questions" in res.stdout and "Traceback" not in res.stderr

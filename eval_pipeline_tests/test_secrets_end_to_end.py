@@ -7,18 +7,10 @@ own files, the bundle — and stdout and stderr are searched for each secret and
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-import pytest
-
-from eval_pipeline.settings import REPO_DIR
 from eval_pipeline_tests.echo_server import echo
 from eval_pipeline_tests.wire_server import WireServer
 
-EXE = str(Path(sys.executable).with_name("eval-pipeline"))
 SECRETS = {
     "OPENAI_API_KEY": "sk-test-openai-ECHOCANARY-1111aaaa2222",
     "ANTHROPIC_API_KEY": "sk-ant-test-anthropic-ECHOCANARY-3333bbbb",
@@ -35,25 +27,11 @@ def hits_in(data: bytes, secret: str) -> bool:
     return any(f.encode() in data for f in fragments(secret))
 
 
-@pytest.fixture
-def home(tmp_path):
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "CONFIDENT_API_KEY"},
-        "EVAL_PIPELINE_HOME": str(tmp_path / "state"),
-        "DAGSTER_HOME": str(tmp_path / "state" / "dagster_home"),
-        "PYTHONPATH": str(REPO_DIR),
-        **SECRETS,
-    }
-    yield tmp_path, env
-    subprocess.run([EXE, "graph", "stop"], env=env, capture_output=True, timeout=60)
-
-
-def test_every_role_against_an_echoing_endpoint_leaves_no_secret_anywhere(home):
-    root, env = home
+def test_every_role_against_an_echoing_endpoint_leaves_no_secret_anywhere(chain):
     with WireServer(responder=echo) as server:
         openai = f"openai:gpt-4o-mini@{server.openai_base_url}"
         anthropic = f"anthropic:claude-haiku-4-5@{server.anthropic_base_url}"
-        cfg = root / "run.yaml"
+        cfg = chain.root / "run.yaml"
         cfg.write_text(
             f"reader: {openai}\n"
             f"judge: {anthropic}\n"
@@ -62,19 +40,14 @@ def test_every_role_against_an_echoing_endpoint_leaves_no_secret_anywhere(home):
             "reconciler: llm\n"
             f"reconciler-model: {anthropic}\n"
             "sample: 10\n"
-            "runs-dir: " + str(root / "state" / "runs") + "\n"
+            "runs-dir: " + str(chain.state / "runs") + "\n"
         )
-        res = subprocess.run(
-            [EXE, "run", "--config", str(cfg)],
-            env=env,
-            capture_output=True,
-            timeout=1200,
-        )
+        res = chain.run("--config", str(cfg), env=SECRETS)
         echoed = server.request_count
-    assert res.returncode == 0, res.stderr.decode()[-3000:]
+    assert res.returncode == 0, res.stderr[-3000:]
     # Every role really met the echo, and what it echoed reached the outputs redacted.
     assert echoed > 0
-    run_dir = Path(res.stdout.decode().strip().splitlines()[-1])
+    run_dir = res.run_dir
     rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert all("[REDACTED]" in (r["answer"] or "") for r in rows)  # reader
     judged = [r["metrics"]["answer_judge"] for r in rows if r["metrics"]["answer_judge"]["score"]]
@@ -82,17 +55,23 @@ def test_every_role_against_an_echoing_endpoint_leaves_no_secret_anywhere(home):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["pins"]["reconciler"]["name"] == "llm"  # reconciler
     assert manifest["pins"]["retriever"]["retriever"] == "graph_agent"  # retrieval agent
+    # Everything the run wrote: the state dir (Dagster's storage and compute logs, the LLM
+    # cache, the artifacts, the bundle) and the embedded graph server's own files (the
+    # session's server: this chain's database is on it).
+    written = [p for top in (chain.state, chain.graph_dir) for p in top.rglob("*") if p.is_file()]
+    database = chain.graph_dir / "databases" / chain.graph["database"]
+    assert any(p.is_relative_to(database) for p in written)
     leaks = []
     for secret_name, secret in SECRETS.items():
-        for stream, data in (("stdout", res.stdout), ("stderr", res.stderr)):
-            if hits_in(data, secret):
+        for stream, text in (("stdout", res.stdout), ("stderr", res.stderr)):
+            if hits_in(text.encode(), secret):
                 leaks.append(f"{secret_name} in {stream}")
-        for path in (root / "state").rglob("*"):
-            if path.is_file() and hits_in(path.read_bytes(), secret):
-                leaks.append(f"{secret_name} in {path.relative_to(root)}")
+        for path in written:
+            if hits_in(path.read_bytes(), secret):
+                leaks.append(f"{secret_name} in {path}")
     assert leaks == []
     # Everything the stages wrote is private.
-    for path in (root / "state" / "artifacts").rglob("*"):
+    for path in (chain.state / "artifacts").rglob("*"):
         assert path.stat().st_mode & 0o077 == 0, path
-    for path in (root / "state" / "runs").rglob("*"):
+    for path in (chain.state / "runs").rglob("*"):
         assert path.stat().st_mode & 0o077 == 0, path

@@ -1,36 +1,16 @@
-"""Tier 2 through the whole chain (light run): panels populated, never blended with tier 1."""
+"""Tier 2 through the whole chain (light run): panels populated, never blended with tier 1.
+The chain is the session's light two-tier run (`light_tier2_run` in conftest.py)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 from eval_pipeline.corpus.jsonl import read_jsonl
 
-EXE = str(Path(sys.executable).with_name("eval-pipeline"))
 
-
-def test_light_tier2_run_end_to_end(tmp_path):
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "CONFIDENT_API_KEY"},
-        "EVAL_PIPELINE_HOME": str(tmp_path / "state"),
-        "DAGSTER_HOME": str(tmp_path / "state" / "dagster_home"),
-    }
-    try:
-        res = subprocess.run(
-            [EXE, "run", "--tier", "all", "--light"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-    finally:
-        subprocess.run([EXE, "graph", "stop"], env=env, capture_output=True, timeout=60)
-    assert res.returncode == 0, res.stderr[-3000:]
-    run_dir = Path(res.stdout.strip().splitlines()[-1])
+def test_light_tier2_run_end_to_end(light_tier2_run):
+    _, res = light_tier2_run
+    run_dir = res.run_dir
     summary = json.loads((run_dir / "summary.json").read_text())
     assert sorted(summary["tiers"]) == ["1", "2"]  # per tier, no blended headline
     assert "overall" not in summary and "coverage" not in summary

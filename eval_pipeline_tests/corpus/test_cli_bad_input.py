@@ -143,6 +143,7 @@ def test_missing_file_and_bad_options(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_console_script_end_to_end(tmp_path):
     """The installed `eval-pipeline` entry point, as a user runs it."""
     up = write_upstream(tmp_path / "up.json", _good())

@@ -1,21 +1,15 @@
 """End to end: a judge checked with `judge-check`, then a real `eval-pipeline run` judged by it
-(embedded graph, real Dagster instance, the judge behind the scripted wire server): the
-run's manifest carries the check's kappa, and `compare` and the report show it."""
+(embedded graph, real Dagster instance, the judge behind the scripted wire server; the CLI's
+entry point in this process, `chain_runner`): the run's manifest carries the check's kappa,
+and `compare` and the report show it."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-import pytest
 
 from eval_pipeline.corpus.judge_labels import DEFAULT_LABELS
 from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
 
-EXE = str(Path(sys.executable).with_name("eval-pipeline"))
 KEY = "sk-test-agreement-e2e-LEAKCANARY-2718"
 
 
@@ -28,40 +22,26 @@ def responder(request: RecordedRequest) -> ScriptedReply:
     return ScriptedReply(text="no structure here")
 
 
-@pytest.fixture
-def env(tmp_path):
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "CONFIDENT_API_KEY"},
-        "EVAL_PIPELINE_HOME": str(tmp_path / "state"),
-        "DAGSTER_HOME": str(tmp_path / "state" / "dagster_home"),
-        "OPENAI_API_KEY": KEY,
-    }
-    yield env
-    subprocess.run([EXE, "graph", "stop"], env=env, capture_output=True, timeout=60)
-
-
-def _cli(env, *args, timeout=600):
-    return subprocess.run([EXE, *args], env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def test_a_checked_judge_travels_with_the_run(env, tmp_path):
-    labels = tmp_path / "labels.jsonl"
+def test_a_checked_judge_travels_with_the_run(chain):
+    env = {"OPENAI_API_KEY": KEY}
+    labels = chain.root / "labels.jsonl"
     labels.write_text(
         "\n".join(DEFAULT_LABELS.read_text(encoding="utf-8").splitlines()[:12]) + "\n"
     )
     with WireServer(responder=responder) as server:
         judge = f"openai_compatible:judge-model@{server.openai_base_url}"
-        check = _cli(env, "judge-check", "--judge", judge, "--labels", str(labels), "--no-probes")
-        assert check.returncode == 0, check.stderr[-2000:]
-        agreement = json.loads(
-            (Path(check.stdout.strip().splitlines()[-1]) / "agreement.json").read_text()
+        check = chain.cli(
+            "judge-check", "--judge", judge, "--labels", str(labels), "--no-probes", env=env
         )
+        assert check.returncode == 0, check.stderr[-2000:]
+        agreement = json.loads((check.run_dir / "agreement.json").read_text())
         runs = [
-            _cli(env, "run", "--judge", judge, "--sample", "10", "--label", f"r{i}") for i in (1, 2)
+            chain.run("--judge", judge, "--sample", "10", "--label", f"r{i}", env=env)
+            for i in (1, 2)
         ]
     for res in runs:  # deepeval's metrics get no valid reply: incomplete (4), bundle written
         assert res.returncode in (0, 4), res.stderr[-3000:]
-    base, cand = (Path(r.stdout.strip().splitlines()[-1]) for r in runs)
+    base, cand = (r.run_dir for r in runs)
 
     manifest = json.loads((cand / "manifest.json").read_text())
     pin = manifest["pins"]["judge"]["agreement"]
@@ -71,7 +51,7 @@ def test_a_checked_judge_travels_with_the_run(env, tmp_path):
     assert manifest["pins"]["judge"]["invariant_agreement"]["status"] == "none"
     assert manifest["pins"]["judge"]["invariant_prompt_hash"]
 
-    compared = _cli(env, "compare", str(base), str(cand))
+    compared = chain.cli("compare", str(base), str(cand), env=env)
     assert compared.returncode == 0, compared.stderr[-2000:]
     line = next(
         x for x in compared.stdout.splitlines() if x.startswith("judge agreement (answer_judge")

@@ -1,12 +1,10 @@
 """The run report of a real bundle: `eval-pipeline run --tier all --light` offline (no judge,
-real embedded graph server, real Dagster instance), read back from the parsed page."""
+real embedded graph server, real Dagster instance: the session's `light_tier2_run`), written
+again by `eval-pipeline report` and read back from the parsed page."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,34 +19,13 @@ from eval_pipeline_tests.runs.test_report_readable import (
     section,
 )
 
-EXE = str(Path(sys.executable).with_name("eval-pipeline"))
-
 
 @pytest.fixture(scope="module")
-def real_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("real")
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "CONFIDENT_API_KEY"},
-        "EVAL_PIPELINE_HOME": str(root / "state"),
-        "DAGSTER_HOME": str(root / "state" / "dagster_home"),
-    }
-    try:
-        res = subprocess.run(
-            [EXE, "run", "--tier", "all", "--light", "--runs-dir", str(root / "runs")],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert res.returncode == 0, res.stderr[-3000:]
-        run_dir = Path(res.stdout.strip().splitlines()[-1])
-        rep = subprocess.run(
-            [EXE, "report", str(run_dir)], env=env, capture_output=True, text=True, timeout=120
-        )
-        assert rep.returncode == 0, rep.stderr
-        yield run_dir
-    finally:
-        subprocess.run([EXE, "graph", "stop"], env=env, capture_output=True, timeout=60)
+def real_run(light_tier2_run):
+    chain, res = light_tier2_run
+    rep = chain.cli("report", str(res.run_dir))
+    assert rep.returncode == 0, rep.stderr
+    return res.run_dir
 
 
 def test_real_bundle_report_reads_for_people(real_run):

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +29,6 @@ from eval_pipeline.tier2.load import load_scenarios
 from eval_pipeline.tier2.schema import Tier2SchemaError
 from eval_pipeline_tests.tier2.support import make_corpus, scenario
 
-EXE = str(Path(sys.executable).with_name("eval-pipeline"))
 _databases = itertools.count()
 
 
@@ -187,24 +183,10 @@ def test_reconciler_none_leaves_the_axis_unscored(tier2_store, tier2_files):
     assert all(s["score"] is None for s in result["scenarios"].values())
 
 
-def test_light_tier2_chain_reports_ingestion_and_pass_criteria(tmp_path: Path):
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "CONFIDENT_API_KEY"},
-        "EVAL_PIPELINE_HOME": str(tmp_path / "state"),
-        "DAGSTER_HOME": str(tmp_path / "state" / "dagster_home"),
-    }
-    try:
-        res = subprocess.run(
-            [EXE, "run", "--tier", "2", "--light", "--reconciler", "consolidating"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-    finally:
-        subprocess.run([EXE, "graph", "stop"], env=env, capture_output=True, timeout=60)
-    assert res.returncode == 0, res.stderr[-3000:]
-    run_dir = Path(res.stdout.strip().splitlines()[-1])
+def test_light_tier2_chain_reports_ingestion_and_pass_criteria(light_tier2_run):
+    # The session's light chain with the consolidating reconciler (tier 1 beside tier 2).
+    _, res = light_tier2_run
+    run_dir = res.run_dir
     t2 = json.loads((run_dir / "summary.json").read_text())["tiers"]["2"]
     ingestion = t2["ingestion"]
     assert ingestion["namespace"] == "org:acme" and len(ingestion["scenarios"]) == 5
