@@ -27,6 +27,8 @@ DEFAULT_GRAPH_INSTANCE = "default"
 # What started a run: lets the failure log tell nightly runs from manual ones.
 TRIGGER_TAG = "eval_pipeline/trigger"
 PARTITION_TAG = "dagster/partition"
+# The asset a stage run of the chain materializes (what a dead batch worker was doing).
+STAGE_TAG = "eval_pipeline/stage"
 
 CHAIN_RUN_TAGS: dict[str, str] = {
     "dagster/max_retries": "1",

@@ -29,7 +29,13 @@ import dagster as dg
 from eval_pipeline.assets.batches import ONE_BATCH
 from eval_pipeline.assets.failure_log import record_failure
 from eval_pipeline.assets.graph_lease import GRAPH_STEPS
-from eval_pipeline.assets.tags import BATCH_JOB_NAME, CHAIN_TAG, GRAPH_INSTANCE_TAG, PARTITION_TAG
+from eval_pipeline.assets.tags import (
+    BATCH_JOB_NAME,
+    CHAIN_TAG,
+    GRAPH_INSTANCE_TAG,
+    PARTITION_TAG,
+    STAGE_TAG,
+)
 from eval_pipeline.corpus.batches import BatchKey, batch_keys
 from eval_pipeline.dagster_home import ensure_graph_slots
 from eval_pipeline.ops.stages import OUTCOME_META, StageOutcome, run_stages
@@ -190,7 +196,7 @@ def _batch_failed(
     if runs:
         run = runs[0]
         run_id = run.run_id
-        asset = next((k.to_user_string() for k in run.asset_selection or ()), asset)
+        asset = run.tags.get(STAGE_TAG, asset)
         if not run.is_finished:
             instance.report_run_failed(run, message=error)
         record_failure(instance.get_run_by_id(run.run_id), assets=[asset], error=error)
