@@ -19,7 +19,7 @@ import os
 from typing import Any, Literal
 
 import dagster as dg
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from eval_pipeline.corpus.batches import MAX_BATCHES
 from eval_pipeline.corpus.sampling import SampleSpec
@@ -33,12 +33,18 @@ Scope = Literal["question", "batch"]
 Backend = Literal["arcadedb", "memgraph"]
 
 
+class Section(dg.Config):
+    """A part of the run configuration: an unknown key is refused, never ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 def cli(flag: str, metavar: str | None = None) -> dict[str, Any]:
     """Field metadata: this field is the `eval-pipeline run` flag `flag`."""
     return {"cli": flag, **({"metavar": metavar} if metavar else {})}
 
 
-class ModelRole(dg.Config):
+class ModelRole(Section):
     """One model role: which model answers (`model`, the CLI form PROVIDER:MODEL[@BASE_URL])
     and how the layer calls it. Unset settings: the provider's defaults (for `local`: 600 s,
     one request at a time, an output budget sized per role; elsewhere 60 s, 8 in flight,
@@ -97,7 +103,7 @@ def _role(flag: str, prefix: str, help_: str) -> Any:
     )
 
 
-class CorpusConfig(dg.Config):
+class CorpusConfig(Section):
     """Which upstream file, which sample, which tiers, how many question batches."""
 
     upstream: str = Field(
@@ -197,7 +203,7 @@ def _env(name: str) -> str | None:
     return os.environ.get(name) or None
 
 
-class GraphConfig(dg.Config):
+class GraphConfig(Section):
     """Which graph server. Unset: the embedded ArcadeDB, unless the deployment's environment
     names one (EVAL_GRAPH_URI, EVAL_GRAPH_BACKEND, ...). Credentials come only from
     EVAL_GRAPH_USER / EVAL_GRAPH_PASSWORD, never from here."""
@@ -244,7 +250,7 @@ class GraphConfig(dg.Config):
     heap: str = Field(default="1g", description="embedded server JVM heap (-Xmx)")
 
 
-class ReconcileConfig(dg.Config):
+class ReconcileConfig(Section):
     """Memory formation: which reconciler (or memory system), with what model."""
 
     reconciler: str = Field(
@@ -265,7 +271,7 @@ class ReconcileConfig(dg.Config):
     )
 
 
-class RetrievalConfig(dg.Config):
+class RetrievalConfig(Section):
     """Retrieval and reading: which retriever at which scope and k, which reader."""
 
     retriever: str = Field(
@@ -293,7 +299,7 @@ class RetrievalConfig(dg.Config):
     max_rows: int = Field(default=500, ge=1, description="row cap of one agent query")
 
 
-class ScoringConfig(dg.Config):
+class ScoringConfig(Section):
     """Judging, tokens, the gate and where bundles go."""
 
     judge: ModelRole = _role("--judge", "judge", "judge model (default: none, unscored)")
@@ -319,7 +325,7 @@ class ScoringConfig(dg.Config):
     )
 
 
-class RepeatConfig(dg.Config):
+class RepeatConfig(Section):
     """Repeats of one configuration, for the noise floor (`eval-pipeline calibrate`)."""
 
     count: int = Field(
@@ -350,7 +356,7 @@ class RepeatConfig(dg.Config):
         return f"{self.salt}/{self.index}" if self.index is not None and self.salt else None
 
 
-class ComparisonConfig(dg.Config):
+class ComparisonConfig(Section):
     """Which baseline the run is compared with, and which noise floor decides."""
 
     baseline: str = Field(
@@ -367,7 +373,7 @@ class ComparisonConfig(dg.Config):
     )
 
 
-class CalibrationConfig(dg.Config):
+class CalibrationConfig(Section):
     """Which repeats calibrate the noise floor, and where it is saved."""
 
     runs: list[str] | None = Field(
@@ -379,7 +385,7 @@ class CalibrationConfig(dg.Config):
     )
 
 
-class PathsConfig(dg.Config):
+class PathsConfig(Section):
     """Where the pipeline keeps its state (artifacts, runs, the embedded graph)."""
 
     state_dir: str | None = Field(
@@ -401,7 +407,7 @@ SECTIONS: dict[str, type[dg.Config]] = {
 }
 
 
-class RunConfig(dg.Config):
+class RunConfig(Section):
     """Every option of a chain."""
 
     paths: PathsConfig = Field(default_factory=PathsConfig)

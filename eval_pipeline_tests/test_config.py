@@ -137,6 +137,7 @@ def test_an_unknown_key_is_one_line_naming_it_and_the_valid_ones(tmp_path):
         (["--reader", "nope:x"], "option --reader: provider 'nope': unknown name"),
         (["--variant", "oracle"], "option --variant: "),
         (["--repeat-salt", "bad salt"], "option --repeat-salt: "),
+        (["--retrieval-agent-max-tokens", "-1"], "option --retrieval-agent-max-tokens: "),
     ],
 )
 def test_a_bad_value_names_its_flag(argv, says):
@@ -148,6 +149,20 @@ def test_a_bad_value_in_a_file_names_its_flag_too(tmp_path):
     cfg = tmp_path / "run.yaml"
     cfg.write_text("retrieval:\n  reader:\n    structured_output: xml\n")
     with pytest.raises(UsageError, match="option --reader-structured-output: must be one of"):
+        parse("--config", str(cfg))
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("scoring: {judge: {temperature: 1}}", "option scoring.judge.temperature: "),
+        ("scoring: {jduge: openai:x}", "option scoring.jduge: "),
+    ],
+)
+def test_an_unknown_role_setting_in_a_file_is_one_line_naming_it(tmp_path, text, says):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(text + "\n")
+    with pytest.raises(UsageError, match=says):
         parse("--config", str(cfg))
 
 

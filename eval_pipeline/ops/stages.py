@@ -117,10 +117,17 @@ def run_stage(
         status="ok",
         run_id=result.run_id,
     )
+    materialized = False
     for mat in result.get_asset_materialization_events():
         if mat.asset_key == key:
+            materialized = True
             meta = mat.materialization.metadata
             outcome.metadata = {k: getattr(v, "value", v) for k, v in meta.items()}
+    # The asset's own step failing (its check specs failing are evaluations, read below).
+    asset_failed = any(
+        e.is_step_failure and e.step_key == asset and not _is_check_failure(e)
+        for e in result.all_events
+    )
     described = {}
     for ev in result.get_asset_check_evaluations():
         if ev.passed:
@@ -131,7 +138,7 @@ def run_stage(
         else:
             outcome.failed_checks.append(ev.check_name)
             described[ev.check_name] = ev.description
-    if not outcome.metadata:  # the asset itself failed
+    if not materialized or (asset_failed and not outcome.failed_checks):
         outcome.status, outcome.error = "failed", _first_error(result)
     elif outcome.failed_checks:
         incomplete = set(outcome.failed_checks) <= COMPLETENESS_CHECKS
@@ -152,6 +159,12 @@ def run_stage(
             checks=outcome.failed_checks,
         )
     return outcome
+
+
+def _is_check_failure(event: Any) -> bool:
+    """A step failure that is a blocking check failing (its evaluation says why)."""
+    error = event.step_failure_data.error if event.step_failure_data else None
+    return error is not None and "DagsterAssetCheckFailedError" in (error.cls_name or "")
 
 
 def _first_error(result: Any) -> str:
