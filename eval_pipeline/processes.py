@@ -109,6 +109,15 @@ def command_line(pid: int) -> list[str] | None:
     return [arg.decode(errors="replace") for arg in args]
 
 
+def signal_reaches_group(pgid: int) -> bool:
+    """Group `pgid` still exists, zombies included."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
 def group_alive(pgid: int) -> bool:
     """Some process of group `pgid` still runs (zombies do not count)."""
     _reap(pgid)
@@ -193,9 +202,18 @@ class ChildServer:
             raise
 
     def stop(self, grace_s: float) -> None:
-        """SIGTERM the group, SIGKILL what is left after `grace_s`; return once all is gone."""
+        """SIGTERM the group, SIGKILL what is left after `grace_s`; return once all is gone,
+        our child reaped too (else its zombie keeps the group's id in use)."""
         if not stop_group(self.pid, grace_s=grace_s):
             raise ProcessError(f"{self.name} (pid {self.pid}) outlived SIGKILL")
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=KILL_WAIT_S)
+        _started.pop(self.pid, None)
+        # A grandchild that outlived its parent is a zombie until init reaps it (seconds on
+        # some hosts): give it that long, so the group's id is free when this returns.
+        deadline = time.monotonic() + KILL_WAIT_S
+        while time.monotonic() < deadline and signal_reaches_group(self.pid):
+            time.sleep(0.1)
 
 
 def start(

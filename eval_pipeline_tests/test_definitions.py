@@ -4,7 +4,6 @@ stage by stage, and each stage receives exactly the outputs of its own chain."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -264,12 +263,12 @@ def test_a_stage_materialized_by_hand_after_a_chain(chain, tmp_path):
     stage's partition is the chain's, its inputs the latest outputs, and its bundle is new."""
     ran = chain.run("--sample", "12", "--label", "first")
     assert ran.returncode == 0, ran.stderr
-    env = {**os.environ, **chain.env, "PYTHONPATH": os.getcwd()}
+    env = chain.subprocess_env()
     cli = str(Path(sys.executable).with_name("dagster"))
     # The graph the chain used: its database on the session's server (the code location's
     # defaults are the embedded one under the state dir, which this chain did not use).
     config = tmp_path / "hand.yaml"
-    config.write_text(json.dumps({"resources": {"graph": {"config": chain.graph}}}))
+    config.write_text(json.dumps({"resources": chain.graph_section()}))
     for select, partition in (
         ("retrieval_results", ["--partition", "batch-01-of-01"]),
         ("scored_run", []),
