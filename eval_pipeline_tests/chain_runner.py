@@ -123,9 +123,17 @@ def console_warnings() -> Iterator[None]:
 
 
 class Chain:
-    """Chains of one test (or one module): one state dir, one Dagster instance, one graph."""
+    """Chains of one test (or one module): one state dir, one Dagster instance, one graph.
 
-    def __init__(self, root: Path, graph_dir: Path, database: str, env: Env) -> None:
+    The instance is in memory unless `persistent`: the CLI's `local_instance()` gives this
+    chain's own ephemeral instance (Dagster's SQLite storage costs about 0.2 s a stage run,
+    and what the stages do does not depend on where Dagster keeps its records). A chain
+    whose runs another process must see — batch workers, a console script or the `dagster`
+    CLI beside it — is persistent: DAGSTER_HOME on disk, as a user's."""
+
+    def __init__(
+        self, root: Path, graph_dir: Path, database: str, env: Env, *, persistent: bool = False
+    ) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self.state = root / "state"
@@ -139,6 +147,8 @@ class Chain:
             **env,
         }
         self._configs = 0
+        self.persistent = persistent
+        self._memory = None  # the ephemeral instance, made on first use
 
     @contextlib.contextmanager
     def environment(self, env: Env | None = None) -> Iterator[None]:
@@ -150,9 +160,19 @@ class Chain:
             _set_env(key, value)
         umask = os.umask(0o077)
         os.umask(umask)
+        patched = None
+        if not self.persistent:
+            from eval_pipeline import dagster_home
+
+            patched = dagster_home.local_instance
+            dagster_home.local_instance = self.instance
         try:
             yield
         finally:
+            if patched is not None:
+                from eval_pipeline import dagster_home
+
+                dagster_home.local_instance = patched
             os.umask(umask)
             for key, value in saved.items():
                 _set_env(key, value)
@@ -271,9 +291,15 @@ class Chain:
         return {p for p in runs.iterdir() if (p / "manifest.json").is_file()}
 
     def instance(self):
+        """This chain's Dagster instance: a persistent one opened afresh (dispose it), or the
+        chain's one in-memory instance (never disposed: it holds every run the chain made)."""
         import dagster as dg
 
-        return dg.DagsterInstance.from_config(str(self.dagster_home))
+        if self.persistent:
+            return dg.DagsterInstance.from_config(str(self.dagster_home))
+        if self._memory is None:
+            self._memory = dg.DagsterInstance.ephemeral()
+        return self._memory
 
 
 def finished(proc: subprocess.Popen[str], timeout: float = 600) -> Ran:

@@ -134,21 +134,32 @@ def chain_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 _chains = itertools.count()
 
 
+def new_chain(base: Path, graph_dir: Path, *, persistent: bool = False):
+    """A `chain_runner.Chain` of its own: state dir, Dagster instance (in memory unless
+    `persistent`) and graph database."""
+    from eval_pipeline_tests.chain_runner import Chain
+
+    root = base / f"chain{next(_chains)}"
+    return Chain(root, graph_dir, fresh_database("chain"), env={}, persistent=persistent)
+
+
 @pytest.fixture
 def chain(chain_base: Path, graph_dir: Path):
     """`eval-pipeline run` in this process, with a state dir, Dagster instance and graph
     database of this test's own (`chain_runner.Chain`)."""
-    from eval_pipeline_tests.chain_runner import Chain
+    return new_chain(chain_base, graph_dir)
 
-    return Chain(chain_base / f"chain{next(_chains)}", graph_dir, fresh_database("chain"), env={})
+
+@pytest.fixture
+def persistent_chain(chain_base: Path, graph_dir: Path):
+    """The same with DAGSTER_HOME on disk: for a chain another process must see."""
+    return new_chain(chain_base, graph_dir, persistent=True)
 
 
 @pytest.fixture(scope="module")
 def module_chain(chain_base: Path, graph_dir: Path):
     """The same, shared by the tests of one module (one chain's bundle, read many ways)."""
-    from eval_pipeline_tests.chain_runner import Chain
-
-    return Chain(chain_base / f"chain{next(_chains)}", graph_dir, fresh_database("chain"), env={})
+    return new_chain(chain_base, graph_dir)
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ from eval_pipeline.graph import server
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline_tests.bundle_checks import assert_summary_recomputes
 from eval_pipeline_tests.chain_runner import Chain
+from eval_pipeline_tests.conftest import new_chain
 
 
 def batch_dir(chain: Chain, batch: int) -> Path:
@@ -32,6 +33,13 @@ def _store(chain: Chain, batch: int) -> GraphStore:
     return GraphStore(
         data_dir=str(batch_dir(chain, batch)), database=chain.graph["database"], heap="512m"
     )
+
+
+@pytest.fixture(scope="module")
+def module_chain(chain_base, graph_dir):
+    """This module's chains are seen by other processes (console scripts, the `dagster` CLI,
+    batch workers): DAGSTER_HOME on disk."""
+    return new_chain(chain_base, graph_dir, persistent=True)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -93,6 +101,8 @@ def test_one_scored_run_with_per_batch_provenance_and_the_partitioning_pinned(mo
                 run = instance.get_run_by_id(run_id)
                 assert run is not None and run.tags["eval_pipeline/chain_run"] == chain, stage
                 assert run.tags["dagster/partition"] == b["batch"]
+                # Each batch's runs name its graph instance (one run per instance admitted).
+                assert run.tags["eval_pipeline/graph_instance"] == f"default/{b['batch']}"
                 assert manifest["stages"][f"{stage} [{b['batch']}]"]["run_id"] == run_id
     finally:
         instance.dispose()

@@ -67,6 +67,7 @@ def test_a_bad_option_from_the_shell_is_one_line_and_exit_2(chain):
     assert_refused_before_anything_ran(chain, res, "option --top-k")
 
 
+@pytest.mark.slow
 def test_config_takes_the_cli_keys_and_names_an_unknown_one(chain, tmp_path):
     cfg = tmp_path / "run.yaml"
     cfg.write_text("upstream: sample\nseed: 2\nrunS-dir: x\n")
@@ -93,6 +94,7 @@ def test_config_takes_the_cli_keys_and_names_an_unknown_one(chain, tmp_path):
     assert len(stage_lines) == 9 and all(": ok (" in line for line in stage_lines)
 
 
+@pytest.mark.slow
 def test_a_graph_server_that_goes_away_is_named_with_the_stage(chain):
     # An embedded server of this test's own (the reconciler stops it mid-run), not the
     # session's: <state>/graph/arcadedb, the default the plug-in stops.

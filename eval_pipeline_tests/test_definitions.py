@@ -219,46 +219,8 @@ def test_eval_chain_refuses_a_bad_option_before_its_first_stage(tmp_path):
 
 
 @pytest.mark.slow
-def test_eval_chain_over_two_batches_materializes_each_partition_then_one_scored_run(tmp_path):
-    """The Launchpad path with `corpus.batches: 2`: each batch's graph stages are runs of
-    their own partition, on their own embedded server, and one scored_run reads both."""
-    from eval_pipeline.graph import server
-
-    (tmp_path / "dagster_home").mkdir()
-    instance = dg.DagsterInstance.local_temp(str(tmp_path / "dagster_home"))
-    data_dir = tmp_path / "graph" / "arcadedb"
-    try:
-        result = _launch_chain(
-            instance, tmp_path, corpus={"batches": 2}, graph={"data_dir": str(data_dir)}
-        )
-        assert result.success, outcome_of(result)
-        stage_runs = [r for r in instance.get_runs() if r.run_id != result.run_id]
-        partitions = sorted(
-            (r.tags.get("dagster/partition"), r.tags["eval_pipeline/graph_instance"])
-            for r in stage_runs
-            if r.tags.get("dagster/partition")
-        )
-        # One run per graph stage and batch (asset and checks together), each naming its
-        # instance.
-        assert partitions == sorted(
-            (key, f"default/{key}")
-            for key in ("batch-01-of-02", "batch-02-of-02")
-            for _ in range(3)
-        )
-        assert all(r.tags[CHAIN_TAG] == result.run_id for r in stage_runs)
-        scored = instance.get_latest_materialization_event(dg.AssetKey("scored_run"))
-        run_dir = scored.asset_materialization.metadata["run_dir"].value
-        manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
-        assert manifest["pins"]["partitioning"]["batches"] == 2
-        assert [b["batch"] for b in manifest["batches"]] == ["batch-01-of-02", "batch-02-of-02"]
-    finally:
-        for i in (1, 2):
-            server.stop(data_dir.with_name(f"arcadedb-batch{i:02d}"))
-        instance.dispose()
-
-
-@pytest.mark.slow
-def test_a_stage_materialized_by_hand_after_a_chain(chain, tmp_path):
+def test_a_stage_materialized_by_hand_after_a_chain(persistent_chain, tmp_path):
+    chain = persistent_chain
     """`dagster asset materialize` as a user types it, after `eval-pipeline run`: the graph
     stage's partition is the chain's, its inputs the latest outputs, and its bundle is new."""
     ran = chain.run("--sample", "12", "--label", "first")

@@ -94,6 +94,7 @@ def test_the_example_forms_memory_by_its_own_schema(example_path, sample_store):
     assert recall["turn"]["upstream"]["recall_all@10"] == 1.0  # through the notes' provenance
 
 
+@pytest.mark.slow
 def test_the_example_runs_the_whole_chain(example_path: Path, chain):
     # In this process, the example importable as its users make it: on the path.
     res = chain.run("--reconciler", SPEC, "--label", "notes")

@@ -57,6 +57,7 @@ def test_summary_recall_recomputes_from_results(offline_run):
     assert_summary_recomputes(offline_run[0])
 
 
+@pytest.mark.slow
 def test_judge_outage_gives_unscored_not_zero_and_no_key_in_bundle(module_chain, offline_run):
     with WireServer(responder=lambda r: ScriptedReply(status=500, text="down")) as server:
         cfg = module_chain.root / "judge.yaml"
@@ -99,6 +100,7 @@ def test_bad_option_is_one_clear_line(module_chain):
     assert res.stderr_lines[-1].startswith("eval-pipeline: error: option --judge")
 
 
+@pytest.mark.slow
 def test_repeats_calibrate_and_compare(module_chain, offline_run):
     """`run --repeat 2` gives two bundles over one graph; calibrate and compare accept them."""
     res = module_chain.run("--repeat", "2", "--label", "rep")

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from eval_pipeline_tests.echo_server import echo
 from eval_pipeline_tests.wire_server import WireServer
+
+# A whole chain against echoing endpoints: the full suite runs it, `make test-fast` not.
+pytestmark = pytest.mark.slow
 
 SECRETS = {
     "OPENAI_API_KEY": "sk-test-openai-ECHOCANARY-1111aaaa2222",

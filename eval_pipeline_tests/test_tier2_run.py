@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from eval_pipeline.corpus.jsonl import read_jsonl
+
+# A whole two-tier chain: the full suite runs it, `make test-fast` not.
+pytestmark = pytest.mark.slow
 
 
 def test_light_tier2_run_end_to_end(light_tier2_run):

@@ -22,8 +22,12 @@ from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.score.retrieval_metrics import LEVELS, VARIANTS
 from eval_pipeline_tests.bundle_checks import assert_summary_recomputes
 from eval_pipeline_tests.chain_runner import Chain, finished
+from eval_pipeline_tests.conftest import new_chain
 from eval_pipeline_tests.flaky_plugins import flaky_fate
 from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
+
+# Whole chains, some from other processes: the full suite runs them, `make test-fast` not.
+pytestmark = pytest.mark.slow
 
 EXIT_REFUSED, EXIT_INCOMPLETE = 3, 4
 
@@ -53,6 +57,13 @@ def materialize(chain: Chain, select: str, config: dict, partition=None):
 
 
 @pytest.fixture(scope="module")
+def module_chain(chain_base, graph_dir):
+    """The completed chain other processes look at (console scripts and the `dagster` CLI
+    beside it): DAGSTER_HOME on disk. The other tests run chains of their own, in memory."""
+    return new_chain(chain_base, graph_dir, persistent=True)
+
+
+@pytest.fixture(scope="module")
 def completed_chain(module_chain):
     """One complete offline chain on the module's instance and graph (extractive memory)."""
     res = module_chain.run("--label", "extractive")
@@ -60,8 +71,8 @@ def completed_chain(module_chain):
     return res
 
 
-def test_graph_server_gone_is_unscored_and_a_plugin_bug_is_a_miss(module_chain):
-    res = module_chain.run("--retriever", "eval_pipeline_tests.flaky_plugins:FlakyRetriever")
+def test_graph_server_gone_is_unscored_and_a_plugin_bug_is_a_miss(chain):
+    res = chain.run("--retriever", "eval_pipeline_tests.flaky_plugins:FlakyRetriever")
     assert res.returncode == EXIT_INCOMPLETE, res.stderr[-3000:]
     run_dir = res.run_dir  # the bundle path is still the last line
     assert "run incomplete" in res.stderr
@@ -97,15 +108,15 @@ def test_graph_server_gone_is_unscored_and_a_plugin_bug_is_a_miss(module_chain):
     assert_summary_recomputes(run_dir)
 
 
-def test_unreadable_llm_cache_is_unscored_not_recall_zero(module_chain, tmp_path):
-    cache = module_chain.state / "llm_cache.sqlite3"  # the default cache of the state dir
+def test_unreadable_llm_cache_is_unscored_not_recall_zero(chain, tmp_path):
+    cache = chain.state / "llm_cache.sqlite3"  # the default cache of the state dir
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_bytes(b"this is not an SQLite database" * 100)
     try:
         with WireServer(responder=lambda r: ScriptedReply(text="an answer")) as server:
             cfg = tmp_path / "run.yaml"
             cfg.write_text(f"reader: openai_compatible:reader@{server.openai_base_url}\n")
-            res = module_chain.run("--config", str(cfg))
+            res = chain.run("--config", str(cfg))
             assert server.request_count == 0  # the cache failed first: nothing was asked
     finally:
         cache.unlink()
@@ -244,11 +255,11 @@ def _reader_config(server: WireServer, tmp_path: Path) -> Path:
     return cfg
 
 
-def test_repeats_are_fresh_samples_and_a_salt_reproduces_them(module_chain, tmp_path):
+def test_repeats_are_fresh_samples_and_a_salt_reproduces_them(chain, tmp_path):
     replies = iter(range(10**6))
     with WireServer(responder=lambda r: ScriptedReply(text=f"answer {next(replies)}")) as server:
         cfg = _reader_config(server, tmp_path)
-        res = module_chain.run("--config", str(cfg), "--repeat", "2", "--label", "rep")
+        res = chain.run("--config", str(cfg), "--repeat", "2", "--label", "rep")
         assert res.returncode == 0, res.stderr[-3000:]
         first, second = res.run_dirs
         calls_one = server.request_count
@@ -262,26 +273,24 @@ def test_repeats_are_fresh_samples_and_a_salt_reproduces_them(module_chain, tmp_
             f"{salt}/2",
         )
         # Repeating the configuration again is a fresh sample...
-        res = module_chain.run("--config", str(cfg), "--repeat", "2")
+        res = chain.run("--config", str(cfg), "--repeat", "2")
         assert res.returncode == 0 and server.request_count == 2 * calls_one
         # ...and giving the salt back reproduces the repeats from the cache.
-        res = module_chain.run("--config", str(cfg), "--repeat", "2", "--repeat-salt", salt)
+        res = chain.run("--config", str(cfg), "--repeat", "2", "--repeat-salt", salt)
         assert res.returncode == 0 and server.request_count == 2 * calls_one
         again = res.run_dirs[0]
     first_answers = {q: r["answer"] for q, r in rows_of(first).items()}
     assert {q: r["answer"] for q, r in rows_of(again).items()} == first_answers
-    cal = module_chain.cli("calibrate", str(first), str(second))
+    cal = chain.cli("calibrate", str(first), str(second))
     assert cal.returncode == 0, cal.stderr
     assert "noise_floors" in cal.stdout  # stored per configuration, not one shared file
     # A repeat and its own reproduction are not two samples: refused, and said why.
-    cal = module_chain.cli("calibrate", str(first), str(again))
+    cal = chain.cli("calibrate", str(first), str(again))
     assert cal.returncode == EXIT_REFUSED and "sample identity" in cal.stderr
 
 
-def test_repeats_can_include_reconciliation(module_chain):
-    res = module_chain.run(
-        "--repeat", "2", "--repeat-reconcile", "--sample", "10", "--label", "reprec"
-    )
+def test_repeats_can_include_reconciliation(chain):
+    res = chain.run("--repeat", "2", "--repeat-reconcile", "--sample", "10", "--label", "reprec")
     assert res.returncode == 0, res.stderr[-3000:]
     first, second = res.run_dirs
     manifest = json.loads((second / "manifest.json").read_text())

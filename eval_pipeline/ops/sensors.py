@@ -38,6 +38,8 @@ def _assets_by_step(instance: dg.DagsterInstance, run_id: str) -> dict[str, list
     name="eval_chain_failure_sensor",
     monitor_all_code_locations=True,
     default_status=dg.DefaultSensorStatus.RUNNING,
+    # Every 10 s rather than Dagster's 30: a failure is on record soon after the run ends.
+    minimum_interval_seconds=10,
     description="Records which asset a failed run failed in, whatever launched it (state dir "
     "ops/failures.jsonl), unless its step already did.",
 )

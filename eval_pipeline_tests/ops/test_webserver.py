@@ -15,6 +15,9 @@ from eval_pipeline import processes
 from eval_pipeline.ops.webserver import DagsterDaemon, DagsterWebserver, WebserverError
 from eval_pipeline.ports import free_port
 
+# Real dagster-webserver and daemon processes: the full suite runs them, `make test-fast` not.
+pytestmark = pytest.mark.slow
+
 TINY = """
     import dagster as dg
 

@@ -33,6 +33,9 @@ from eval_pipeline.retrieve.protocol import RetrievalOutput, RetrievalTrace
 from eval_pipeline.retrieve.reader import ExtractiveReader
 from eval_pipeline.retrieve.runner import QuestionInput, RetrievalRunner
 
+# A server of its own, stopped and killed on purpose: the full suite runs it, `make test-fast` not.
+pytestmark = pytest.mark.slow
+
 # The two statements of issue 13, verbatim.
 HUGE_STRING = "RETURN size(reduce(a='xxxxxxxxxxxxxxxx', i IN range(1,27) | a+a))"
 RUNAWAY = "UNWIND range(1,3000000) AS x UNWIND range(1,3000000) AS y RETURN count(*)"

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from eval_pipeline.corpus.judge_labels import DEFAULT_LABELS
 from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
+
+# A judge check and a whole chain: the full suite runs them, `make test-fast` not.
+pytestmark = pytest.mark.slow
 
 KEY = "sk-test-agreement-e2e-LEAKCANARY-2718"
 

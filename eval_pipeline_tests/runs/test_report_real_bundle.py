@@ -19,6 +19,9 @@ from eval_pipeline_tests.runs.test_report_readable import (
     section,
 )
 
+# A whole two-tier chain's bundle: the full suite runs it, `make test-fast` not.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def real_run(light_tier2_run):

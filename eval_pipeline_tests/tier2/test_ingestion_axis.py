@@ -183,6 +183,7 @@ def test_reconciler_none_leaves_the_axis_unscored(tier2_store, tier2_files):
     assert all(s["score"] is None for s in result["scenarios"].values())
 
 
+@pytest.mark.slow
 def test_light_tier2_chain_reports_ingestion_and_pass_criteria(light_tier2_run):
     # The session's light chain with the consolidating reconciler (tier 1 beside tier 2).
     _, res = light_tier2_run
