@@ -161,6 +161,7 @@ def test_duplicate_session_is_refused(tmp_path: Path) -> None:
         session_rows(path)
 
 
+@pytest.mark.slow  # restarts or kills a graph server, or runs for seconds
 def test_killed_server_gives_a_clear_error_and_a_rerun_recovers(
     store: GraphStore, graph_dir: Path, tmp_path: Path
 ) -> None:

@@ -30,6 +30,7 @@ def test_reuses_the_running_server(store: GraphStore, graph_dir: Path) -> None:
     assert first.bolt_uri.startswith("bolt://127.0.0.1:")
 
 
+@pytest.mark.slow  # restarts or kills a graph server, or runs for seconds
 def test_data_survives_stop_and_restart(store: GraphStore, graph_dir: Path) -> None:
     store.wipe()
     store.write("CREATE (:Marker {name: 'kept'})")
@@ -132,6 +133,7 @@ def test_the_mcp_endpoint_is_gone_and_the_http_api_answers(
     assert "MCP server endpoint registered" not in log.split("is starting up")[-1]
 
 
+@pytest.mark.slow  # restarts or kills a graph server, or runs for seconds
 def test_the_server_stops_any_statement_at_its_command_timeout(tmp_path: Path) -> None:
     """The ceiling holds even for a statement no client stops (GraphStore.read alone only
     gives up waiting): the server aborts it, and a core is free again."""

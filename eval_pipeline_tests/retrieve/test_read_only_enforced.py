@@ -36,6 +36,7 @@ class SpyStore:
         return self.store.read(query, params, **kwargs)
 
 
+@pytest.mark.slow  # every adversarial statement against the server: seconds; the full suite runs it
 def test_every_adversarial_statement_through_the_retrieval_read_path(scratch_store: GraphStore):
     before = graph_state(scratch_store).fingerprint
     spy = SpyStore(scratch_store)
