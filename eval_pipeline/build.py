@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from eval_pipeline import providers
 from eval_pipeline.config import (
     GraphConfig,
     ModelRole,
@@ -22,6 +24,7 @@ from eval_pipeline.graph.dialects import DIALECTS
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMLayer, LLMSettings
 from eval_pipeline.llm.layer import layer_for
+from eval_pipeline.providers.formation import ProviderRecord, record_for
 from eval_pipeline.reconcile.registry import load_reconciler
 from eval_pipeline.retrieve.protocol import RetrievalEnv, Retriever, load_retriever
 from eval_pipeline.retrieve.reader import Reader, make_reader
@@ -76,6 +79,34 @@ def reconciler(config: ReconcileConfig, llm: LLMLayer | None) -> Any:
     return load_reconciler(config.reconciler, config.options, llm=llm)
 
 
+def is_provider(config: ReconcileConfig) -> bool:
+    """Does the configuration name a memory system that owns its storage (a provider)?"""
+    return providers.is_provider_spec(config.reconciler)
+
+
+def memory_provider(
+    config: ReconcileConfig, state_root: Path, where: str
+) -> tuple[providers.MemoryProvider, ProviderRecord]:
+    """The configured provider, with its own storage under the state directory, and the
+    record later stages reach it by."""
+    env = providers.ProviderEnv(
+        storage_dir=providers.storage_dir(
+            state_root, where, config.reconciler, config.options, config.model.model
+        ),
+        model=config.model.model,
+        timeout_s=config.model.timeout_s,
+        concurrency=config.model.concurrency,
+    )
+    provider = providers.load_provider(config.reconciler, config.options, env)
+    return provider, record_for(provider, config.reconciler, config.options)
+
+
+def ingest_concurrency(config: ReconcileConfig, provider: providers.MemoryProvider) -> int:
+    """Namespaces ingested at once: the option, else the model role's limit, else the
+    provider's own."""
+    return config.concurrency or config.model.concurrency or provider.concurrency or 1
+
+
 def reconcile_concurrency(config: ReconcileConfig, reconciler: Any) -> int:
     if config.concurrency is not None:
         return config.concurrency
@@ -97,5 +128,8 @@ def retriever_and_reader(
     if config.retriever == "graph_agent":
         options.setdefault("max_steps", config.max_steps)
         options.setdefault("payload_cap_tokens", config.payload_cap_tokens)
-    reader = make_reader("offline" if config.reader.offline else "llm", llm)
-    return load_retriever(config.retriever, env, options), reader
+    return load_retriever(config.retriever, env, options), reader(config, llm)
+
+
+def reader(config: RetrievalConfig, llm: LLMLayer | None) -> Reader:
+    return make_reader("offline" if config.reader.offline else "llm", llm)

@@ -39,9 +39,14 @@ class Section(dg.Config):
     model_config = ConfigDict(extra="forbid")
 
 
-def cli(flag: str, metavar: str | None = None) -> dict[str, Any]:
-    """Field metadata: this field is the `eval-pipeline run` flag `flag`."""
-    return {"cli": flag, **({"metavar": metavar} if metavar else {})}
+def cli(flag: str, metavar: str | None = None, aliases: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Field metadata: this field is the `eval-pipeline run` flag `flag` (also spelled as
+    each of `aliases`, on the command line and in a `--config` file)."""
+    return {
+        "cli": flag,
+        **({"metavar": metavar} if metavar else {}),
+        **({"aliases": list(aliases)} if aliases else {}),
+    }
 
 
 class ModelRole(Section):
@@ -255,8 +260,9 @@ class ReconcileConfig(Section):
 
     reconciler: str = Field(
         default="extractive",
-        description="none | extractive | consolidating | llm | pkg.mod:Class",
-        json_schema_extra=cli("--reconciler", "NAME"),
+        description="the memory under test: none (the raw transcript) | extractive | "
+        "consolidating | llm | mem0 | mem0-platform | a registered plug-in | pkg.mod:Class",
+        json_schema_extra=cli("--memory", "NAME", aliases=("--reconciler",)),
     )
     options: dict[str, Any] = Field(
         default_factory=dict, description="keyword options for the reconciler's constructor"

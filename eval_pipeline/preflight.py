@@ -12,6 +12,8 @@ Launchpad typo fails in seconds, not after the wipe.
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from eval_pipeline import build
@@ -126,9 +128,15 @@ def preflight(run: RunConfig) -> None:
         try:
             layer = build.reconcile_layer(run.reconcile, run.repeat)
             layers.append(layer)
-            build.reconciler(run.reconcile, layer)  # constructed is enough: nothing is called
+            if build.is_provider(run.reconcile):
+                # Built in a scratch store and closed: its options checked, nothing kept.
+                with tempfile.TemporaryDirectory(prefix="eval-preflight-") as scratch:
+                    provider, _ = build.memory_provider(run.reconcile, Path(scratch), "preflight")
+                    provider.close()
+            else:
+                build.reconciler(run.reconcile, layer)  # constructed is enough: nothing called
         except (LLMError, ReconcileError, ValueError) as exc:
-            raise _option_error("--reconciler", run.reconcile.reconciler, exc) from None
+            raise _option_error("--memory", run.reconcile.reconciler, exc) from None
         try:
             layer = build.retrieval_layer(run.retrieval, run.repeat)
             layers.append(layer)

@@ -120,7 +120,7 @@ def add_run_options(p: argparse.ArgumentParser, only: tuple[str, ...] | None = N
                 kwargs["type"] = kind
             if "choices" not in kwargs:
                 kwargs["metavar"] = extra.get("metavar") or METAVARS.get(kind, "VALUE")
-        target.add_argument(flag, **kwargs)
+        target.add_argument(flag, *extra.get("aliases", ()), **kwargs)
     if only is not None:
         return
     p.add_argument(
@@ -157,7 +157,11 @@ def load_config_file(path: Path) -> dict[str, Any]:
 
 def config_tree(data: dict[str, Any], path: Path) -> tuple[dict[str, Any], bool]:
     """A config file's mapping as RunConfig's nested shape (and its `verbose`)."""
-    flags = {flag.removeprefix("--").replace("-", "_"): p for flag, (p, _) in run_flags().items()}
+    flags = {
+        name.removeprefix("--").replace("-", "_"): p
+        for flag, (p, field) in run_flags().items()
+        for name in (flag, *_extra(field).get("aliases", ()))
+    }
     tree: dict[str, Any] = {}
     verbose = False
     for raw_key, value in data.items():

@@ -117,6 +117,7 @@ def merged_memory(outputs: list[StageOutput]) -> dict[str, Any]:
         "configurations": sorted(by_key.values(), key=lambda e: -e["done"]),
         "pending": sum(m.get("pending", 0) for m in memories),
         "sessions": sum(m.get("sessions", 0) for m in memories),
+        **({"provider": memories[0]["provider"]} if memories[0].get("provider") else {}),
     }
 
 

@@ -34,6 +34,9 @@ from eval_pipeline.assets.resources import (
 from eval_pipeline.graph.checks import graph_holds
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMError, LLMLayer
+from eval_pipeline.providers import ProviderUnavailable
+from eval_pipeline.providers.formation import MEMORIES_FILE, form_memory
+from eval_pipeline.providers.ingest import IngestProgress
 from eval_pipeline.reconcile import memory_checks, schema
 from eval_pipeline.reconcile.protocol import ReconcileError, pins_of
 from eval_pipeline.reconcile.runner import ReconcileProgress, ReconcileReport, reconcile_pending
@@ -129,6 +132,13 @@ def reconciled_graph(
 ) -> Iterator[Any]:
     store = graph.store(batch_of(context))
     try:
+        provider_memory = build.is_provider(reconcile)
+    except ReconcileError as exc:
+        raise dg.Failure(str(exc)) from None
+    if provider_memory:
+        yield from _provider_memory(context, store, reconcile, paths, injected_graph)
+        return
+    try:
         llm = build.reconcile_layer(reconcile, repeat)
     except LLMError as exc:
         raise dg.Failure(f"reconciler LLM: {exc}") from None
@@ -169,6 +179,104 @@ def reconciled_graph(
             "threshold": dg.MetadataValue.float(threshold),
             "status": dg.MetadataValue.json(report.status_after),
         },
+    )
+    yield dg.AssetCheckResult(
+        check_name="reconciled_graph_is_current",
+        passed=current,
+        description=None if current else why,
+        metadata={"reason": dg.MetadataValue.text(why)},
+    )
+
+
+def _provider_memory(
+    context: dg.AssetExecutionContext,
+    store: GraphStore,
+    reconcile: ReconcileResource,
+    paths: PathsResource,
+    injected_graph: StageOutput,
+) -> Iterator[Any]:
+    """A provider's memory: fed from the graph, read back and audited (`providers`)."""
+    try:
+        provider, record = build.memory_provider(reconcile, paths.root(), store.where)
+    except ReconcileError as exc:
+        raise dg.Failure(str(exc)) from None
+    concurrency = build.ingest_concurrency(reconcile, provider)
+    context.log.info(
+        f"memory provider {record.pins.get('name')} v{record.pins.get('version')}, "
+        f"{concurrency} namespace(s) at a time, store {record.storage_dir}"
+    )
+    last = [0.0]
+
+    def progress(p: IngestProgress) -> None:
+        now = time.perf_counter()
+        if p.finished == p.to_do or now - last[0] > LOG_EVERY_S or p.finished == 1:
+            last[0] = now
+            eta = "" if p.eta_s is None else f", about {p.eta_s:.0f} s left"
+            context.log.info(f"ingested {p.finished}/{p.to_do} sessions ({p.failed} failed){eta}")
+
+    with publish(context, paths.root(), {"injected_graph": injected_graph}) as pub:
+        with graph_step(context, store, "reconciled_graph"):
+            try:
+                formation = form_memory(
+                    store,
+                    provider,
+                    record,
+                    concurrency=concurrency,
+                    progress=progress,
+                    memories_path=pub.stage / MEMORIES_FILE,
+                )
+            except ProviderUnavailable as exc:
+                raise dg.Failure(f"memory provider unavailable: {exc}") from None
+            finally:
+                provider.close()
+            current, why = graph_holds(store, injected_graph.facts["fingerprint"])
+        report = formation.report
+        pub.facts.update(
+            pins={**record.pins, "pins_key": record.pins_key},
+            provider=record.model_dump(mode="json"),
+            ingest=report.model_dump(mode="json"),
+            formation_audit=formation.audit.model_dump(mode="json"),
+            memory=formation.census(),
+            completeness=report.completeness,
+            graph_current=current,
+            graph_current_reason=why,
+            seconds=report.seconds,
+            options={"reconcile": reconcile.model_dump()},
+        )
+    context.log.info(
+        f"{report.ingested} sessions ingested, {report.skipped_done} already, "
+        f"{report.failed} failed, {report.namespaces_reset} namespace(s) reset; "
+        f"{formation.audit.memories} memories: {formation.audit.unsupported} unsupported, "
+        f"{formation.audit.unsourced} unsourced"
+    )
+    for failure in report.failures[:5]:
+        context.log.warning(
+            f"session {failure.session_id} of {failure.namespace} failed: {failure.reason}"
+        )
+    threshold = reconcile.completeness_threshold
+    yield dg.Output(
+        pub.output,
+        metadata={
+            "memory_provider": str(record.pins.get("name")),
+            "pins": dg.MetadataValue.json(pub.output.facts["pins"]),
+            "completeness": dg.MetadataValue.float(round(report.completeness, 4)),
+            "ingest": dg.MetadataValue.json(pub.output.facts["ingest"]),
+            "formation_audit": dg.MetadataValue.json(
+                {k: v for k, v in pub.output.facts["formation_audit"].items() if k != "examples"}
+            ),
+            "artifact_dir": dg.MetadataValue.path(str(pub.final)),
+            "graph_current": current,
+        },
+    )
+    yield dg.AssetCheckResult(
+        check_name="reconcile_completeness",
+        passed=report.completeness >= threshold,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=None
+        if report.completeness >= threshold
+        else f"only {report.skipped_done + report.ingested} of {report.pairs_total} "
+        f"(namespace, session) pairs ingested ({report.completeness:.1%} < {threshold:.0%})",
+        metadata={"completeness": dg.MetadataValue.float(round(report.completeness, 4))},
     )
     yield dg.AssetCheckResult(
         check_name="reconciled_graph_is_current",

@@ -39,6 +39,9 @@ from eval_pipeline.corpus.jsonl import read_jsonl, write_jsonl
 from eval_pipeline.graph.checks import graph_holds, read_graph_fingerprint
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMError
+from eval_pipeline.providers.formation import ProviderRecord, fingerprints
+from eval_pipeline.providers.retriever import ProviderRetriever
+from eval_pipeline.reconcile.namespace import namespace_of
 from eval_pipeline.reconcile.reader import memory_census
 from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.protocol import RetrievalEnv, RetrieverLoadError
@@ -142,6 +145,13 @@ CHECKS = [
         blocking=True,
         description="The graph's content fingerprint is the same before and after retrieval.",
     ),
+    dg.AssetCheckSpec(
+        "retrieval_left_memory_unchanged",
+        asset="retrieval_results",
+        blocking=True,
+        description="A memory provider's store (count and digest per namespace) is the same "
+        "before and after retrieval; passes with nothing to check for graph memory.",
+    ),
     # Not blocking: the questions that were measured are still scored and the bundle is
     # written, marked incomplete; scored_run's blocking check `scored_run_complete` then
     # stops the comparison and calibration downstream.
@@ -194,7 +204,9 @@ def retrieval_results(
             pub.facts.update(graph_current=False, graph_current_reason=why)
             summary, metadata = None, {"graph_current": False}
         else:
-            summary, metadata = _retrieve(context, store, retrieval, repeat, batch_goldens, pub)
+            summary, metadata = _retrieve(
+                context, store, retrieval, repeat, batch_goldens, pub, reconciled_graph
+            )
             pub.facts.update(graph_current=True, graph_current_reason=why, batch=batch.model_dump())
     metadata["artifact_dir"] = dg.MetadataValue.path(str(pub.final))
     metadata["graph_current_reason"] = dg.MetadataValue.text(why)
@@ -218,6 +230,24 @@ def retrieval_results(
         if not current
         else "the graph changed while retrieval ran",
         metadata={"before": str(before), "after": str(after)},
+    )
+    memory_unchanged = current and facts.get("memory_before") == facts.get("memory_after")
+    yield dg.AssetCheckResult(
+        check_name="retrieval_left_memory_unchanged",
+        passed=memory_unchanged,
+        description=None
+        if memory_unchanged
+        else "nothing was retrieved"
+        if not current
+        else "the memory provider's store changed while retrieval ran",
+        metadata={
+            "provider": facts.get("memory_before") is not None,
+            "changed": [
+                ns
+                for ns, fp in (facts.get("memory_before") or {}).items()
+                if (facts.get("memory_after") or {}).get(ns) != fp
+            ][:20],
+        },
     )
     unscored = facts.get("unscored") or []
     causes = facts.get("unscored_by_cause") or {}
@@ -243,10 +273,16 @@ def _retrieve(
     repeat: RepeatResource,
     goldens: list[dict],
     pub: Any,
+    reconciled: StageOutput,
 ) -> tuple[_Summary, dict[str, Any]]:
     """Retrieve and read every question of this batch into the artifact; its facts and the
-    materialization's metadata."""
+    materialization's metadata. A provider's memory is searched through the provider the
+    reconcile stage filled, its store fingerprinted before and after."""
     questions = questions_from_goldens(goldens)
+    record = reconciled.facts.get("provider")
+    provider = ProviderRecord(**record).open() if record else None
+    namespaces = sorted({namespace_of(q.question_id) for q in questions})
+    memory_before = fingerprints(provider, namespaces) if provider else None
     tokenizer = PayloadTokenizer()
     summary = _Summary()
     before = graph_state(store)
@@ -268,7 +304,10 @@ def _retrieve(
             max_rows=retrieval.max_rows,
         )
         try:
-            retriever, reader = build.retriever_and_reader(retrieval, env, llm)
+            if provider is not None:
+                retriever, reader = ProviderRetriever(provider), build.reader(retrieval, llm)
+            else:
+                retriever, reader = build.retriever_and_reader(retrieval, env, llm)
         except (RetrieverLoadError, ValueError) as exc:
             raise dg.Failure(str(exc)) from None
         runner = RetrievalRunner(
@@ -309,9 +348,12 @@ def _retrieve(
             "llm": llm.pins() if llm is not None else None,
         }
         usage = llm.snapshot().to_metadata() if llm is not None else None
+        memory_after = fingerprints(provider, namespaces) if provider else None
     finally:
         if llm is not None:
             llm.close()
+        if provider is not None:
+            provider.close()
     # Tier 2's ingestion axis: what the memory held, read through its searchable texts.
     ingestion = tier2_ingestion(store, goldens)
     if ingestion is not None:
@@ -327,7 +369,9 @@ def _retrieve(
             "fingerprint": injection.get("fingerprint"),
             "injected_at": injection.get("injected_at"),
         },
-        memory=memory_census(store),
+        memory=reconciled.facts["memory"] if provider else memory_census(store),
+        memory_before=memory_before,
+        memory_after=memory_after,
         questions=summary.questions,
         failed=summary.failed,
         unscored=summary.unscored,
@@ -338,6 +382,8 @@ def _retrieve(
         seconds=round(wall_s, 3),
         options={"retrieval": retrieval.model_dump()},
     )
+    if memory_before != memory_after:
+        context.log.error("the memory provider's store changed during retrieval")
     if before.fingerprint != after.fingerprint:
         context.log.error(
             f"the graph changed during retrieval: {before.fingerprint} -> {after.fingerprint}"

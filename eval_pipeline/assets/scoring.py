@@ -36,13 +36,14 @@ from eval_pipeline.corpus.convert import GOLDENS_FILE, MANIFEST_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.llm import LLMLayer, ensure_no_confident_upload
 from eval_pipeline.plugins.errors import PluginLoadError
+from eval_pipeline.providers.audit import merge as merge_audits
 from eval_pipeline.retrieve.results import QuestionRetrieval
 from eval_pipeline.runs.bundle import write_bundle
 from eval_pipeline.runs.calibrate import floor_key
 from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.report import write_run_report
 from eval_pipeline.score.judges import judge_batch
-from eval_pipeline.score.scorer import retrieval_unmeasured, score_question
+from eval_pipeline.score.scorer import evidence_level, retrieval_unmeasured, score_question
 from eval_pipeline.score.summary import summarize, summary_markdown
 from eval_pipeline.score.tokens import PayloadTokenizer
 from eval_pipeline.tier2.ingestion import INGESTION_FILE
@@ -227,12 +228,19 @@ def scored_run(
         )
     tokenizer = PayloadTokenizer(scoring.tokenizer)
     judged, judge_usage = _judge(context, scoring, repeat, goldens, retrievals)
+    level = evidence_level(retrievals)
     rows = [
-        score_question(goldens[r.question_id], r, tokenizer, judged=j, gate_k=scoring.gate_k)
+        score_question(
+            goldens[r.question_id], r, tokenizer, judged=j, gate_k=scoring.gate_k, level=level
+        )
         for r, j in zip(retrievals, judged, strict=True)
     ]
     rows = add_tier2_scores(rows, goldens, scoring=scoring, repeat=repeat)
     summary = summarize(rows)
+    # A provider's formation audit, as its reconcile stages recorded it.
+    summary["formation_audit"] = merge_audits(
+        (o.find("reconciled_graph") or o).facts.get("formation_audit") for o in batches
+    )
     if "2" in summary["tiers"]:
         summary["tiers"]["2"]["panels"] = tier2_panels(rows, goldens)
         # Ingestion (read from the graph by retrieval_results), retrieval and agent use:

@@ -44,13 +44,18 @@ KINDS: dict[str, KindInfo] = {
             "extractive": "eval_pipeline.reconcile.extractive:ExtractiveReconciler",
             "llm": "eval_pipeline.reconcile.llm_reconciler:LLMReconciler",
             "consolidating": "eval_pipeline.reconcile.consolidating:ConsolidatingReconciler",
+            "mem0": "eval_pipeline.providers.mem0:Mem0Provider",
+            "mem0-platform": "eval_pipeline.providers.mem0_platform:Mem0PlatformProvider",
         },
-        methods=("reconcile",),
+        # reconcile() for a reconciler, ingest/search/reset/memories for a provider: checked
+        # by class_check, which knows which of the two a class is.
+        methods=(),
         attributes=(),
         interface=(
             "a reconciler is a class built as cls(**config) with string attributes `name` and "
             "`version` and reconcile(session) -> SessionMemory (eval_pipeline.reconcile.protocol);"
-            " a memory system subclasses eval_pipeline.memory_system.MemorySystem"
+            " a memory system subclasses eval_pipeline.memory_system.MemorySystem; a system "
+            "that owns its storage subclasses eval_pipeline.providers.MemoryProvider"
         ),
         error="eval_pipeline.reconcile.protocol:ReconcilerLoadError",
         class_check="eval_pipeline.reconcile.registry:class_problem",

@@ -23,13 +23,19 @@ from eval_pipeline.reconcile.models import SessionInput, SessionMemory
 from eval_pipeline.reconcile.namespace import ChangeSet, NamespaceView
 from eval_pipeline.reconcile.protocol import BaseReconciler, reconciler_pins
 
-# What retrieval can search besides turns: the kind → (label, text property).
+# What retrieval can search: the kind → (label, text property). Turns are the raw transcript:
+# searched only for a memory that declares them (`none`, the raw-history baseline), so what
+# is measured is the memory under test, not the transcript beside it.
 SEARCHABLE_KINDS: dict[str, tuple[str, str]] = {
-    kind: (label, prop)
-    for kind, (label, prop) in zip(
-        ("chunk", "fact", "episode"), reconcile_schema.FULLTEXT, strict=True
-    )
+    "turn": (graph_schema.TURN, "text"),
+    **{
+        kind: (label, prop)
+        for kind, (label, prop) in zip(
+            ("chunk", "fact", "episode"), reconcile_schema.FULLTEXT, strict=True
+        )
+    },
 }
+DEFAULT_SEARCHABLE: tuple[str, ...] = ("chunk", "fact", "episode")
 BUILTIN_PROVENANCE: tuple[tuple[str, str, str], ...] = (
     (reconcile_schema.CHUNK, "chunk_id", "FROM_TURN"),
     (reconcile_schema.FACT, "fact_id", "FROM_TURN"),
@@ -50,8 +56,9 @@ class IngestSchema(BaseModel):
       index, no evidence field) and namespaces through the haystack query below.
     - `labels` / `relationship_types`: the memory it writes (the graph checks count them as
       the reconciler's; anything else is stray).
-    - `searchable`: the kinds retrieval may search besides turns (full-text indexes are made
-      for these only, and `fulltext` discovers exactly those).
+    - `searchable`: the kinds retrieval may search (full-text indexes are made for these
+      only, and `fulltext` searches exactly those); `turn` (the raw transcript) only for a
+      memory that is the transcript, like `none`.
     - `provenance`: (label, id property, relationship) triples: how each memory node leads
       back to its turns; evidence recall follows them (`retrieve.provenance`).
     - evidence policy: no declared name may be an evidence marker (`has_answer`,
@@ -68,7 +75,7 @@ class IngestSchema(BaseModel):
     labels: tuple[str, ...] = reconcile_schema.NODE_LABELS
     relationship_types: tuple[str, ...] = reconcile_schema.RELATIONSHIP_TYPES
     properties: tuple[str, ...] = ()  # extra properties it writes (checked by the policy)
-    searchable: tuple[str, ...] = ("chunk", "fact", "episode")
+    searchable: tuple[str, ...] = DEFAULT_SEARCHABLE
     provenance: tuple[tuple[str, str, str], ...] = BUILTIN_PROVENANCE
     haystack_statement: str = (
         f"MATCH (q:{graph_schema.QUESTION})-[:{graph_schema.HAYSTACK}]->"
@@ -128,7 +135,7 @@ NONE_SCHEMA = IngestSchema(
     version=str(reconcile_schema.RECONCILE_SCHEMA_VERSION),
     labels=(),
     relationship_types=(),
-    searchable=(),
+    searchable=("turn",),  # the raw-history baseline: retrieval over the transcript
     provenance=(),
 )
 NAMESPACED_SCHEMA = IngestSchema(

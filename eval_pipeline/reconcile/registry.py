@@ -49,19 +49,30 @@ def import_class(spec: str) -> type:
 
 
 def class_problem(cls: type) -> str | None:
-    """The registry's extra check of a reconciler class (see `plugins.kinds`)."""
+    """The registry's extra check of a reconciler class (see `plugins.kinds`): a provider
+    implements the provider methods, anything else `reconcile()`."""
+    from eval_pipeline.providers.base import PROVIDER_METHODS, is_provider
+
+    if is_provider(cls):
+        missing = sorted(getattr(cls, "__abstractmethods__", ()))
+        missing += [m for m in PROVIDER_METHODS if not callable(getattr(cls, m, None))]
+        return f"lacks {', '.join(f'{m}()' for m in missing)}" if missing else None
+    if not callable(getattr(cls, "reconcile", None)):
+        return "lacks reconcile()"
     return _memory_system_problem(cls)
 
 
 def instance_problem(reconciler: Any) -> str | None:
     """`name` and `version` are strings (they go into the pins and onto every node written)."""
+    from eval_pipeline.providers.base import is_provider
+
     for attribute in ("name", "version"):
         if not isinstance(getattr(reconciler, attribute, None), str):
             return (
                 f"has no string attribute {attribute!r} (it goes into the pins and onto every "
                 "node it writes)"
             )
-    return _memory_system_problem(reconciler)
+    return None if is_provider(reconciler) else _memory_system_problem(reconciler)
 
 
 def _memory_system_problem(target: Any) -> str | None:

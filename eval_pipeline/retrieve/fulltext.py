@@ -5,10 +5,12 @@ expanded into its English word forms (`terms.word_forms`: the word, its Snowball
 stem's common inflections, bounded per word), Lucene-escaped, as one disjunction. The
 expansion is on the query side so "marathons" finds "marathon" on every backend, whatever its
 index analyzer; `stemming=False` searches the bare words (version 1's query).
-Sources: turns always; a reconciler's chunks, facts and episodes too when the graph has a
-full-text index over them (found once per run). Each source yields its own top k; the merged
-list is ranked by score and cut to k, dropping a turn or chunk whose turns are all already
-covered by a better-ranked one (a chunk repeats part of its turn). Scope `question` keeps only
+Sources: what the memory under test declares searchable (`IngestSchema.searchable`, read
+from the graph's memory registry) among the full-text indexes the graph has (found once per
+run): chunks, facts, episodes; turns only for a memory that is the transcript (`none`). A
+graph with no registered memory (built by hand) is searched as it is. Each source yields its
+own top k; the merged list is ranked by score and cut to k, dropping a turn or chunk whose
+turns are all already covered by a better-ranked one (a chunk repeats part of its turn). Scope `question` keeps only
 sessions of the question's haystack, scope `batch` searches every session in the graph.
 Facts with history (a reconciler that supersedes, e.g. `consolidating`): a superseded fact is
 still retrieved, as history, but its current successor (fetched when the search missed it) is
@@ -22,7 +24,9 @@ import logging
 from typing import Any
 
 from eval_pipeline.graph.errors import GraphError
+from eval_pipeline.reconcile.memory_system import DEFAULT_SEARCHABLE
 from eval_pipeline.reconcile.namespace import namespace_of
+from eval_pipeline.reconcile.reader import memory_census
 from eval_pipeline.retrieve import fulltext_queries as ftq
 from eval_pipeline.retrieve.guarded_read import GuardedReader
 from eval_pipeline.retrieve.protocol import (
@@ -53,7 +57,7 @@ class FulltextRetriever:
     name = "fulltext"
     # 2: query terms expanded into English word forms (Snowball stem + inflections).
     # 3: facts of the question's namespace only; current facts before the ones they superseded.
-    version = 3
+    version = 4  # 4: sources are what the memory under test declares searchable
 
     def __init__(
         self,
@@ -104,10 +108,13 @@ class FulltextRetriever:
         if self._sources is None:
             found = self._discover()
             by_kind = {s.source.kind: s for s in found}
-            if "turn" not in by_kind:  # always search turns; a missing index fails loudly
+            declared = self._declared()
+            wants_turns = "turn" in declared or "turn" in self.wanted
+            if wants_turns and "turn" not in by_kind:  # a missing index fails loudly
                 by_kind["turn"] = ftq.turn_source(self.backend)
             if self.wanted == ["auto"]:
-                kinds = [k for k in ftq.KINDS if k in by_kind]
+                # What the memory under test declares searchable, of what is indexed.
+                kinds = [k for k in ftq.KINDS if k in by_kind and k in declared]
             else:
                 missing = [k for k in self.wanted if k not in by_kind]
                 if missing:
@@ -117,6 +124,24 @@ class FulltextRetriever:
                 kinds = [k for k in ftq.KINDS if k in self.wanted]
             self._sources = [by_kind[k] for k in kinds]
         return self._sources
+
+    def _declared(self) -> set[str]:
+        """The kinds the memory in the graph declares searchable (`IngestSchema.searchable`,
+        the union over the configurations that made its sessions). A graph no reconciler
+        registered memory in (one built by hand) is searched as it is: every indexed kind."""
+        store: Any = self.env.store
+        try:
+            configurations = memory_census(store)["configurations"]
+        except (GraphError, AttributeError, KeyError, TypeError):  # a reader without it
+            configurations = []
+        if not configurations:
+            return set(ftq.KINDS)
+        declared: set[str] = set()
+        for c in configurations:
+            if c.get("done"):
+                schema = (c.get("pins") or {}).get("schema") or {}
+                declared.update(schema.get("searchable", DEFAULT_SEARCHABLE))
+        return declared
 
     def _discover(self) -> list[ftq.FulltextSource]:
         store: Any = self.env.store

@@ -13,6 +13,9 @@ from eval_pipeline.failures import InfraFailure
 RESULTS_SCHEMA_VERSION = 3
 
 
+MEMORY_KIND = "memory"  # an item a memory provider's own search returned
+
+
 class RetrievedItem(BaseModel):
     """One ranked item: the text shown to the reader and where it came from."""
 
@@ -22,7 +25,7 @@ class RetrievedItem(BaseModel):
     turn_ids: list[str]  # "<session_id>#<index>", in the item's own order
     session_ids: list[str]
     score: float | None = None
-    kind: str = "turn"  # turn | chunk | episode | fact | row
+    kind: str = "turn"  # turn | chunk | episode | fact | row | memory (a provider's)
     # Memory nodes the item came from (chunk, fact, episode or a plug-in's own ids): their
     # provenance edges add the turns they came from to `turn_ids` (`retrieve.provenance`).
     node_ids: list[str] = Field(default_factory=list)

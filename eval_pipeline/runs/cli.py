@@ -33,6 +33,7 @@ from eval_pipeline.runs.compare import (
     delta_line,
     efficiency_line,
     flip_line,
+    formation_line,
     judge_agreement_line,
 )
 from eval_pipeline.runs.load import BundleError, RunBundle, load_run, resolve_run
@@ -81,6 +82,8 @@ def print_comparison(c: Comparison, report: Path) -> None:
         print(delta_line(d) + " (abstention: apart, never decides)")
     for e in c.efficiency:
         print(efficiency_line(e))
+    if c.formation is not None:
+        print(formation_line(c.formation))
     print(f"lost ({len(c.lost)}): covered in base, not in candidate")
     for f in c.lost:
         print("  " + flip_line(f))

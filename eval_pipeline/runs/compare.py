@@ -151,6 +151,33 @@ class Efficiency(BaseModel):
     delta_pct: float | None
 
 
+class FormationShares(BaseModel):
+    """A provider's formation audit in both runs (`summary.formation_audit`): reported, never
+    deciding. None where a run's memory was not audited (graph memory)."""
+
+    base_unsupported: float | None
+    candidate_unsupported: float | None
+    base_unsourced: float | None
+    candidate_unsourced: float | None
+    base_memories: int | None
+    candidate_memories: int | None
+
+
+def formation_shares(base: RunBundle, candidate: RunBundle) -> FormationShares | None:
+    b = base.summary.get("formation_audit") or {}
+    c = candidate.summary.get("formation_audit") or {}
+    if not b and not c:
+        return None
+    return FormationShares(
+        base_unsupported=b.get("unsupported_share"),
+        candidate_unsupported=c.get("unsupported_share"),
+        base_unsourced=b.get("unsourced_share"),
+        candidate_unsourced=c.get("unsourced_share"),
+        base_memories=b.get("memories"),
+        candidate_memories=c.get("memories"),
+    )
+
+
 class Flip(BaseModel):
     question_id: str
     tier: str
@@ -199,6 +226,7 @@ class Comparison(BaseModel):
     by_type: list[PairedDelta]
     abstention: list[PairedDelta]
     efficiency: list[Efficiency]
+    formation: FormationShares | None = None
     flips: list[Flip]
     verdict: Verdict
     verdict_reason: str
@@ -476,6 +504,7 @@ def compare(
         by_type=by_type,
         abstention=abstention,
         efficiency=eff,
+        formation=formation_shares(base, candidate),
         flips=flipped,
         verdict=verdict,
         verdict_reason=reason,
@@ -575,6 +604,19 @@ def efficiency_line(e: Efficiency) -> str:
         f"tier {e.tier} efficiency (median payload tokens over {e.covered_in_both} questions "
         f"covered in both): {e.base_median_tokens:g} → {e.candidate_median_tokens:g} "
         f"({e.delta_tokens:+g}{pct}); efficiency never decides the verdict"
+    )
+
+
+def formation_line(f: FormationShares) -> str:
+    def side(share: float | None, unsourced: float | None, n: int | None) -> str:
+        if n is None:
+            return "not audited"
+        return f"{_pct(share)} unsupported, {_pct(unsourced)} unsourced of {n}"
+
+    return (
+        "formation audit (memories checked against their sessions; never decides): base "
+        f"{side(f.base_unsupported, f.base_unsourced, f.base_memories)}; candidate "
+        f"{side(f.candidate_unsupported, f.candidate_unsourced, f.candidate_memories)}"
     )
 
 

@@ -5,11 +5,11 @@ The output row is what `results.jsonl` holds, one per question.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from eval_pipeline.failures import InfraFailure
-from eval_pipeline.retrieve.results import QuestionRetrieval
+from eval_pipeline.retrieve.results import MEMORY_KIND, QuestionRetrieval
 from eval_pipeline.score.answer_proxy import answer_proxies
 from eval_pipeline.score.gate import MetricResult, decide_coverage
 from eval_pipeline.score.retrieval_metrics import (
@@ -22,17 +22,32 @@ from eval_pipeline.score.tokens import PayloadTokenizer
 GATE_K = 10
 
 
-def evidence_recall(retrieval_metrics: dict, abstention: bool, k: int = GATE_K) -> MetricResult:
-    """Gating retrieval metric: every evidence turn (any role) in the top k."""
+def evidence_level(retrievals: Iterable[QuestionRetrieval]) -> str:
+    """A run's evidence level: "turn", unless a provider's memory names its session but no
+    turn anywhere in the run — a provider that cannot say which turn is measured at session
+    level for every question (never 0 at turn level for a memory traced to its session)."""
+    session_only = any(
+        i.kind == MEMORY_KIND and i.session_ids and not i.turn_ids
+        for r in retrievals
+        for i in r.items
+    )
+    return "session" if session_only else "turn"
+
+
+def evidence_recall(
+    retrieval_metrics: dict, abstention: bool, k: int = GATE_K, *, level: str = "turn"
+) -> MetricResult:
+    """Gating retrieval metric: every evidence turn (any role) in the top k; at session
+    level, every evidence session."""
     if abstention:
         # Nothing to recall: an abstention question is gated on its answer alone.
         return MetricResult.unscored("abstention question: no evidence to recall")
-    value = retrieval_metrics["turn"]["all"][f"recall_all@{k}"]
+    value = retrieval_metrics[level]["all"][f"recall_all@{k}"]
     if value is None:
-        reason = retrieval_metrics["excluded"]["all"] or "no evidence turn labelled"
+        reason = retrieval_metrics["excluded"]["all"] or f"no evidence {level} labelled"
         return MetricResult.unscored(f"not scored: {reason}", gating=True)
     return MetricResult.judged(
-        value, 1.0, f"turn recall_all@{k} over all evidence turns = {value:g}", gating=True
+        value, 1.0, f"{level} recall_all@{k} over all evidence {level}s = {value:g}", gating=True
     )
 
 
@@ -60,6 +75,7 @@ def score_question(
     *,
     judged: Mapping[str, MetricResult] | None = None,
     gate_k: int = GATE_K,
+    level: str = "turn",
 ) -> dict[str, Any]:
     """One results.jsonl row. A question hit by an infrastructure failure (`infra_failures`
     of its retrieval, or a judge that failed) is unscored: `covered` is None, never False,
@@ -86,7 +102,7 @@ def score_question(
         )
     payload = None if unmeasured else tokenizer.count_context(retrieval.retrieval_context)
     metrics: dict[str, MetricResult] = {
-        "evidence_recall": evidence_recall(retrieval_metrics, abstention, gate_k)
+        "evidence_recall": evidence_recall(retrieval_metrics, abstention, gate_k, level=level)
     }
     for name, value in answer_proxies(golden["expected_output"], retrieval.answer).items():
         metrics[name] = (

@@ -56,7 +56,10 @@ def test_bounded_search_gives_the_unbounded_rows(
 ):
     monkeypatch.setattr(ftq, "FIRST_FETCH", first)
     monkeypatch.setattr(ftq, "FETCH_GROWTH", growth)
-    retriever = FulltextRetriever(RetrievalEnv(store=reconciled, backend="arcadedb"))
+    # Turns asked for by name: extractive memory does not declare the transcript searchable.
+    retriever = FulltextRetriever(
+        RetrievalEnv(store=reconciled, backend="arcadedb"), sources=["turn", "chunk", "episode"]
+    )
     sources = retriever.sources()
     assert {s.source.kind for s in sources} >= {"turn", "chunk"}
     haystack = retriever.haystack("q_bike", None)

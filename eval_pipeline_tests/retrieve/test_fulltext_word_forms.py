@@ -120,7 +120,7 @@ def test_without_stemming_the_bare_words_find_nothing_and_the_pins_say_so(forms_
     query = _search_query(trace)
     assert query.startswith("marathons OR marathon OR ") and " OR running" in query
     pins = retriever.pins()
-    assert pins["version"] == 3
+    assert pins["version"] == 4
     assert pins["query_expansion"]["stemmer"] == STEMMER
     assert pins["query_expansion"]["package"].startswith("snowballstemmer==")
     assert pins["query_expansion"]["max_forms_per_word"] == MAX_FORMS_PER_WORD

@@ -72,6 +72,7 @@ def test_asset_writes_one_result_per_question_and_the_check_passes(tmp_path, fix
     assert meta[FINGERPRINT_BEFORE] == meta[FINGERPRINT_AFTER]
     assert {c.check_name: c.passed for c in result.get_asset_check_evaluations()} == {
         "retrieval_left_graph_unchanged": True,
+        "retrieval_left_memory_unchanged": True,  # graph memory: nothing more to check
         "retrieval_graph_is_current": True,
         "retrieval_infrastructure_ok": True,
     }

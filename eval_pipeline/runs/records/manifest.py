@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 from eval_pipeline.runs.records.base import Part, Record
 from eval_pipeline.runs.records.summary import InfrastructureReport
 
-MANIFEST_SCHEMA_VERSION = 1
+MANIFEST_SCHEMA_VERSION = 2  # 2: memory.provider
 
 
 class SampleSpecPin(Part):
@@ -131,6 +131,9 @@ class MemoryCensus(Part):
     configurations: list[MemoryConfiguration] = Field(default_factory=list)
     pending: int = 0
     sessions: int = 0
+    # A memory provider (`providers`): its name; `done`/`failed`/`pending` then count
+    # (namespace, session) pairs, since a provider ingests a session once per namespace.
+    provider: str | None = None
 
 
 # One stage's LLM accounting, as the LLM layer exports it (llm.accounting: a UsageSnapshot,

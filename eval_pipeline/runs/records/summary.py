@@ -15,7 +15,7 @@ from pydantic import Field
 from eval_pipeline.runs.records.base import Part, Record
 from eval_pipeline.runs.records.tier2_summary import Ingestion, PassReport, Tier2Panels
 
-SUMMARY_SCHEMA_VERSION = 1
+SUMMARY_SCHEMA_VERSION = 2  # 2: formation_audit
 
 
 class InfrastructureReport(Part):
@@ -98,6 +98,29 @@ class TierSummary(Part):
     pass_criteria: PassReport | None = None
 
 
+class AuditedMemory(Part):
+    namespace: str
+    memory_id: str
+    session_id: str | None
+    verdict: Literal["supported", "unsupported", "unsourced"]
+    support: float | None
+    text: str
+
+
+class FormationAudit(Part):
+    """Every memory a provider stored, checked against the session it names."""
+
+    method: str
+    threshold: float
+    memories: int
+    supported: int
+    unsupported: int
+    unsourced: int
+    unsupported_share: float | None
+    unsourced_share: float | None
+    examples: list[AuditedMemory] = Field(default_factory=list)
+
+
 class Summary(Record):
     """summary.json of a run bundle."""
 
@@ -107,3 +130,5 @@ class Summary(Record):
     status: Literal["complete", "incomplete"] | None = None  # absent before infra failures
     incomplete: InfrastructureReport | None = None
     tiers: dict[str, TierSummary]  # "1", "2": tiers keyed as text
+    # A memory provider's formation audit (`providers.audit`): None for graph memory.
+    formation_audit: FormationAudit | None = None
