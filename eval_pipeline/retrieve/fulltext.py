@@ -10,8 +10,9 @@ from the graph's memory registry) among the full-text indexes the graph has (fou
 run): chunks, facts, episodes; turns only for a memory that is the transcript (`none`). A
 graph with no registered memory (built by hand) is searched as it is. Each source yields its
 own top k; the merged list is ranked by score and cut to k, dropping a turn or chunk whose
-turns are all already covered by a better-ranked one (a chunk repeats part of its turn). Scope `question` keeps only
-sessions of the question's haystack, scope `batch` searches every session in the graph.
+turns are all already covered by a better-ranked one (a chunk repeats part of its turn).
+Scope `question` keeps only sessions of the question's haystack, scope `batch` searches every
+session in the graph.
 Facts with history (a reconciler that supersedes, e.g. `consolidating`): a superseded fact is
 still retrieved, as history, but its current successor (fetched when the search missed it) is
 always ranked before it, and so before a turn or chunk that only says what it said; the
