@@ -1,13 +1,16 @@
 """The memory-system interface: how a team plugs its own agent memory into the evaluation.
 
 A memory system is one class, loaded by import path like any reconciler
-(`eval-pipeline run --reconciler mypkg.memory:MyMemory`, config with `--config`). It has three
+(`eval-pipeline run --memory mypkg.memory:MyMemory`, options in a `--config` file's
+`reconcile: {options: ...}`). A system that owns its storage is a provider instead
+(`eval_pipeline.providers`, docs/memory-systems.md). It has three
 parts; the pipeline owns everything around them (injection, scheduling, the graph writes, the
 checks, retrieval, scoring).
 
 1. **The ingest schema** (`IngestSchema`, a class attribute `schema`): a name and version,
    which labels, relationship types and properties it writes, which of its texts retrieval may
-   search (`searchable`: chunk, fact, episode; turns always), and how each memory node leads
+   search (`searchable`: chunk, fact, episode; `turn`, the raw transcript, only for a memory that
+   is the transcript), and how each memory node leads
    back to its turns (`provenance`). Sessions become graph data the pipeline's way
    (`injection_schema`: Session/Turn/Question, `eval_pipeline.graph.schema`), reach the
    memory system through the session loader (turns in order, no evidence field) and are

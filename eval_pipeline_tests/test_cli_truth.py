@@ -20,7 +20,7 @@ NO_KEYS = {"OPENAI_API_KEY": None, "ANTHROPIC_API_KEY": None}
 BAD_OPTIONS = [
     (
         ["--reconciler", "nope.module:Thing"],
-        "--reconciler nope.module:Thing: cannot import",
+        "--memory nope.module:Thing: cannot import",
     ),
     (["--retriever", "eval_pipeline:Nope"], "--retriever eval_pipeline:Nope"),
     (["--upstream", "/no/such/file.json"], "upstream file not found"),

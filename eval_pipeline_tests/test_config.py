@@ -40,10 +40,16 @@ def test_every_flag_of_run_is_a_field_of_the_run_configuration():
     parser_flags = {
         flag for action in run_parser()._actions for flag in action.option_strings
     } - OWN_FLAGS
-    assert parser_flags == set(run_flags())
+    aliases = {a for _, field in run_flags().values() for a in _aliases(field)}
+    assert parser_flags == set(run_flags()) | aliases
+    assert "--reconciler" in aliases  # --memory's other spelling
     fields = leaves(RunConfig)
     for flag, (path, _) in run_flags().items():
         assert path in fields, flag
+
+
+def _aliases(field: Any) -> list[str]:
+    return list((field.json_schema_extra or {}).get("aliases", []))
 
 
 def test_a_flag_says_what_its_field_says():

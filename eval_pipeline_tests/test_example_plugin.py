@@ -69,7 +69,8 @@ def test_the_example_forms_memory_by_its_own_schema(example_path, sample_store):
 
     # Retrieval searches what the schema declared: turns and notes, no chunk or episode.
     retriever = FulltextRetriever(RetrievalEnv(store=sample_store))
-    assert [s.source.kind for s in retriever.sources()] == ["turn", "fact"]
+    # What its schema declares searchable, and not the transcript beside it.
+    assert [s.source.kind for s in retriever.sources()] == ["fact"]
     runner = RetrievalRunner(
         retriever,
         make_reader("offline", None),

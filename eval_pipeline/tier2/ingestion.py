@@ -75,7 +75,8 @@ def read_memory(
     """Every searchable memory text of `sessions` (tier 2: its events) in `namespace`."""
     sessions = set(sessions)
     schemas = _schemas(store, sessions)
-    searchable = sorted({k for s in schemas for k in s.get("searchable") or []})
+    # Formed memory only: the transcript (`turn`, what `none` searches) is not ingestion.
+    searchable = sorted({k for s in schemas for k in s.get("searchable") or []} - {"turn"})
     namespaced = any(s.get("namespaced") for s in schemas)
     ns = namespace if namespaced else None
     if not searchable:

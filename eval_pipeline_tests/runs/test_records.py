@@ -86,9 +86,9 @@ def test_written_records_are_the_given_dicts_plus_their_schema_version(tier2_bun
     assert [r.pop("schema_version") for r in written["results.jsonl"]] == [1] * len(rows)
     assert written["results.jsonl"] == rows  # same keys, same values, nothing filled in
     summary = written["summary.json"][0]
-    assert summary.pop("schema_version") == 1
+    assert summary.pop("schema_version") == Summary.VERSION == 2
     assert "panels" in summary["tiers"]["2"] and "panels" not in summary["tiers"]["1"]
-    assert written["manifest.json"][0]["schema_version"] == 1
+    assert written["manifest.json"][0]["schema_version"] == Manifest.VERSION == 2
     assert list(written["manifest.json"][0])[0] == "schema_version"
     assert {h["schema_version"] for h in written["hypotheses.jsonl"]} == {1}
     assert_valid_as_written(run_dir)
@@ -130,7 +130,7 @@ def test_the_models_can_be_given_instead_of_dicts(tmp_path):
             lambda m, rows, s: s["tiers"]["1"]["counts"].update(covered=None),
             "summary.json: tiers.1.counts.covered",
         ),
-        (lambda m, rows, s: m.update(schema_version=2), "manifest.json: schema_version"),
+        (lambda m, rows, s: m.update(schema_version=1), "manifest.json: schema_version"),
         (lambda m, rows, s: rows.append(dict(rows[0])), "question_id 'q0' appears twice"),
     ],
     ids=["missing", "mistyped", "unknown", "summary", "version", "duplicate"],
