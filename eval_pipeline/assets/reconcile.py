@@ -166,21 +166,36 @@ def reconciled_graph(
     yield dg.Output(pub.output, metadata=metadata)
     threshold = reconcile.completeness_threshold
     done, total = report.status_after.get(schema.DONE, 0), sum(report.status_after.values())
-    yield dg.AssetCheckResult(
+    yield completeness_check(
+        report.completeness,
+        threshold,
+        f"only {done} of {total} sessions reconciled",
+        status=dg.MetadataValue.json(report.status_after),
+    )
+    yield current_check(current, why)
+
+
+def completeness_check(
+    completeness: float, threshold: float, shortfall: str, **metadata: Any
+) -> dg.AssetCheckResult:
+    """The completeness check (warn): `shortfall` says what fell short."""
+    return dg.AssetCheckResult(
         check_name="reconcile_completeness",
-        passed=report.completeness >= threshold,
+        passed=completeness >= threshold,
         severity=dg.AssetCheckSeverity.WARN,
         description=None
-        if report.completeness >= threshold
-        else f"only {done} of {total} sessions reconciled "
-        f"({report.completeness:.1%} < {threshold:.0%})",
+        if completeness >= threshold
+        else f"{shortfall} ({completeness:.1%} < {threshold:.0%})",
         metadata={
-            "completeness": dg.MetadataValue.float(round(report.completeness, 4)),
+            "completeness": dg.MetadataValue.float(round(completeness, 4)),
             "threshold": dg.MetadataValue.float(threshold),
-            "status": dg.MetadataValue.json(report.status_after),
+            **metadata,
         },
     )
-    yield dg.AssetCheckResult(
+
+
+def current_check(current: bool, why: str) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
         check_name="reconciled_graph_is_current",
         passed=current,
         description=None if current else why,
@@ -268,22 +283,13 @@ def _provider_memory(
             "graph_current": current,
         },
     )
-    yield dg.AssetCheckResult(
-        check_name="reconcile_completeness",
-        passed=report.completeness >= threshold,
-        severity=dg.AssetCheckSeverity.WARN,
-        description=None
-        if report.completeness >= threshold
-        else f"only {report.skipped_done + report.ingested} of {report.pairs_total} "
-        f"(namespace, session) pairs ingested ({report.completeness:.1%} < {threshold:.0%})",
-        metadata={"completeness": dg.MetadataValue.float(round(report.completeness, 4))},
+    yield completeness_check(
+        report.completeness,
+        threshold,
+        f"only {report.skipped_done + report.ingested} of {report.pairs_total} "
+        "(namespace, session) pairs ingested",
     )
-    yield dg.AssetCheckResult(
-        check_name="reconciled_graph_is_current",
-        passed=current,
-        description=None if current else why,
-        metadata={"reason": dg.MetadataValue.text(why)},
-    )
+    yield current_check(current, why)
 
 
 def _reconcile(
