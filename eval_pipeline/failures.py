@@ -23,8 +23,9 @@ from pydantic import BaseModel, ConfigDict
 
 from eval_pipeline.graph.errors import GraphError, GraphUnavailableError
 from eval_pipeline.llm.errors import LLMCacheError, LLMCallFailed
+from eval_pipeline.providers.base import ProviderUnavailable
 
-Cause = Literal["graph_server", "llm_cache", "llm_provider", "judge"]
+Cause = Literal["graph_server", "llm_cache", "llm_provider", "memory_provider", "judge"]
 CAUSES: tuple[str, ...] = ("graph_server", "llm_cache", "llm_provider", "judge")
 # LLMCallFailed kinds that are the provider's failure, not the model's answer.
 PROVIDER_KINDS = frozenset(
@@ -78,6 +79,8 @@ def infrastructure_cause(
             return "llm_provider"
         if isinstance(e, _GRAPH_DOWN):
             return "graph_server"
+        if isinstance(e, ProviderUnavailable):  # a memory system's service down: not its miss
+            return "memory_provider"
         if isinstance(e, _AMBIGUOUS):
             ambiguous_graph = True
     if ambiguous_graph and graph_alive is not None and not graph_alive():

@@ -39,9 +39,11 @@ from eval_pipeline.corpus.jsonl import read_jsonl, write_jsonl
 from eval_pipeline.graph.checks import graph_holds, read_graph_fingerprint
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMError
+from eval_pipeline.providers import ProviderError
 from eval_pipeline.providers.formation import ProviderRecord, fingerprints
 from eval_pipeline.providers.retriever import ProviderRetriever
 from eval_pipeline.reconcile.namespace import namespace_of
+from eval_pipeline.reconcile.protocol import ReconcileError
 from eval_pipeline.reconcile.reader import memory_census
 from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.protocol import RetrievalEnv, RetrieverLoadError
@@ -280,9 +282,11 @@ def _retrieve(
     reconcile stage filled, its store fingerprinted before and after."""
     questions = questions_from_goldens(goldens)
     record = reconciled.facts.get("provider")
-    provider = ProviderRecord(**record).open() if record else None
+    try:
+        provider = ProviderRecord(**record).open() if record else None
+    except (ReconcileError, ProviderError) as exc:
+        raise dg.Failure(f"memory provider: {exc}") from None
     namespaces = sorted({namespace_of(q.question_id) for q in questions})
-    memory_before = fingerprints(provider, namespaces) if provider else None
     tokenizer = PayloadTokenizer()
     summary = _Summary()
     before = graph_state(store)
@@ -293,8 +297,11 @@ def _retrieve(
     try:
         llm = build.retrieval_layer(retrieval, repeat)
     except LLMError as exc:
+        if provider is not None:
+            provider.close()
         raise dg.Failure(f"retrieval LLM: {exc}") from None
     try:
+        memory_before = fingerprints(provider, namespaces) if provider else None
         env = RetrievalEnv(
             store=store,
             backend=store.dialect.name,

@@ -179,3 +179,25 @@ def test_mem0_as_it_ships_runs_the_chain_offline_and_compares_with_extractive(ch
     compared = chain.cli("compare", str(baseline.run_dir), str(ran.run_dir))
     assert compared.returncode == 0, compared.stderr[-2000:]
     assert "formation audit" in compared.stdout and "candidate 0.0% unsupported" in compared.stdout
+
+
+def test_a_provider_that_is_down_leaves_the_question_unscored_not_missed(tmp_path: Path):
+    from eval_pipeline.providers import ProviderUnavailable
+    from eval_pipeline.providers.retriever import ProviderRetriever
+    from eval_pipeline.retrieve.reader import make_reader
+    from eval_pipeline.retrieve.runner import QuestionInput, RetrievalRunner
+
+    class Down(KeywordProvider):
+        def search(self, namespace, query, *, top_k, question_date=None):
+            raise ProviderUnavailable("connection refused")
+
+    runner = RetrievalRunner(
+        ProviderRetriever(Down(ProviderEnv(storage_dir=tmp_path))),
+        make_reader("offline", None),
+        scope="question",
+        top_k=5,
+    )
+    question = QuestionInput(question_id="q1", question="Where?", question_date="2023/05/30")
+    (result,) = runner.run([question])
+    assert [f.cause for f in result.infra_failures] == ["memory_provider"]
+    assert result.payload_tokens is None and not result.errors

@@ -59,7 +59,7 @@ class InfraFailureRecord(Part):
     """The pipeline's own failure that left the question unscored (failures.InfraFailure)."""
 
     stage: str  # retrieval | reader | judge
-    cause: str  # graph_server | llm_cache | llm_provider | judge
+    cause: str  # graph_server | llm_cache | llm_provider | memory_provider | judge
     error: str
 
 
