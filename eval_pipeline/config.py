@@ -141,10 +141,11 @@ class CorpusConfig(Section):
         json_schema_extra=cli("--sample", "N"),
     )
     seed: int = Field(default=0, description="sampling seed", json_schema_extra=cli("--seed", "S"))
-    floor: int = Field(
-        default=1,
+    floor: int | None = Field(
+        default=None,
         ge=0,
-        description="minimum questions per stratum",
+        description="minimum questions per stratum (default 1, or 0 for a sample smaller "
+        "than the number of strata)",
         json_schema_extra=cli("--floor"),
     )
     max_sessions_per_question: int | None = Field(

@@ -368,7 +368,7 @@ def plan_corpus(
     for _, _, g in rows:
         g["source_file"] = source
     requested = spec.sample
-    spec = effective_spec(spec, len(rows))
+    spec = effective_spec(spec, len(rows), strata=len({st for _, st, _ in rows}))
     selected, counts = select_questions(((qid, st) for qid, st, _ in rows), spec)
     goldens = [g for qid, _, g in rows if qid in selected]
     strata = {

@@ -27,7 +27,10 @@ class SampleSpec(BaseModel):
 
     sample: int | None = Field(default=None, ge=1)  # None: every question
     seed: int = 0
-    floor: int = Field(default=1, ge=0)  # minimum questions per stratum (if it has them)
+    # Minimum questions per stratum (if it has them). None: 1, or 0 for a sample smaller than
+    # the number of strata (a 4-question sample of 10 strata is drawn, not refused); the
+    # effective spec, which is the pin, records what was used.
+    floor: int | None = Field(default=None, ge=0)
     max_sessions_per_question: int | None = Field(default=None, ge=1)  # None: full haystacks
 
     @property
@@ -35,13 +38,21 @@ class SampleSpec(BaseModel):
         return self.max_sessions_per_question is not None
 
 
-def effective_spec(spec: SampleSpec, available: int) -> SampleSpec:
+def resolved_floor(spec: SampleSpec, strata: int) -> int:
+    if spec.floor is not None:
+        return spec.floor
+    return 0 if spec.sample is not None and spec.sample < strata else 1
+
+
+def effective_spec(spec: SampleSpec, available: int, strata: int | None = None) -> SampleSpec:
     """The spec as it is drawn from `available` questions.
 
     A sample above what the file holds takes every question and is recorded as that many:
     asking 1000 of 31 and asking 31 of 31 select the same questions, so they pin the same.
     Any other spec is kept as asked (it reproduces its own selection).
     """
+    if strata is not None and spec.floor is None:
+        spec = spec.model_copy(update={"floor": resolved_floor(spec, strata)})
     if spec.sample is not None and spec.sample > available:
         return spec.model_copy(update={"sample": available})
     return spec
@@ -117,7 +128,7 @@ def select_questions(
         by_stratum[stratum].append(qid)
     sizes = {s: len(ids) for s, ids in by_stratum.items()}
     total = spec.sample if spec.sample is not None else sum(sizes.values())
-    quotas = allocate_quotas(sizes, total, spec.floor)
+    quotas = allocate_quotas(sizes, total, resolved_floor(spec, len(sizes)))
     selected: set[str] = set()
     for s, ids in by_stratum.items():
         ranked = sorted(ids, key=lambda q: _rank(spec.seed, q))

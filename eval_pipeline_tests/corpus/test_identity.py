@@ -285,7 +285,7 @@ def test_sample_above_corpus_size_is_capped_said_and_pinned_effective(tmp_path, 
 def test_plan_exposes_the_cap_and_keeps_it_through_plan_json(tmp_path):
     up = resolve_upstream(UpstreamSpec())
     plan = plan_corpus(up, SampleSpec(sample=1000, seed=3))
-    assert plan.spec == SampleSpec(sample=SAMPLE_QUESTIONS, seed=3)
+    assert plan.spec == SampleSpec(sample=SAMPLE_QUESTIONS, seed=3, floor=1)  # the floor used
     assert plan.requested_sample == 1000 and plan.sample_capped
     assert plan.sample_note == f"--sample 1000 capped to {SAMPLE_QUESTIONS} questions (all of them)"
     back = CorpusPlan.from_json(json.loads(json.dumps(plan.to_json())), plan.goldens)

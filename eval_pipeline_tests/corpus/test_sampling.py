@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eval_pipeline.corpus.sampling import SampleSpec, allocate_quotas, select_questions
+from eval_pipeline.corpus.errors import CorpusError
+from eval_pipeline.corpus.sampling import (
+    SampleSpec,
+    allocate_quotas,
+    effective_spec,
+    select_questions,
+)
 
 # The real LongMemEval_S strata: (type, abstention) → count (30 abstention of 500).
 S_STRATA = {
@@ -91,3 +98,15 @@ def test_quota_invariants(sizes, frac):
     for s, n in strata.items():
         by_size.setdefault(n, set()).add(quotas[s])
     assert all(len(v) == 1 for v in by_size.values())
+
+
+def test_a_sample_smaller_than_the_strata_is_drawn_with_no_floor_unless_one_is_asked():
+    # Ten strata of unequal size, as in the LongMemEval files.
+    questions = [(f"q{s}-{i}", (f"type{s}", False)) for s in range(10) for i in range(s + 1)]
+    small = effective_spec(SampleSpec(sample=4), len(questions), strata=10)
+    assert small.floor == 0  # the pin records the floor used
+    selected, _ = select_questions(questions, small)
+    assert len(selected) == 4
+    assert effective_spec(SampleSpec(sample=12), len(questions), strata=10).floor == 1
+    with pytest.raises(CorpusError, match="floor"):  # asked for: still refused
+        select_questions(questions, SampleSpec(sample=4, floor=1))
