@@ -8,6 +8,13 @@ protocol (`eval_pipeline.score.judges`: TYPE_RULES, ABSTENTION_RULE) must give i
      "abstention": false, "question": "...", "reference": "...", "response": "...",
      "label": "yes", "why": "...", "hard_case": "baseline_correct"}
 
+Only id, question, reference, response and label are required. tier, question_type,
+abstention, why and hard_case may be left out (or null): a missing one is unknown, counted as
+"unknown" in the composition and the agreement groups, and every rule that needs it is
+skipped. A missing tier is inferred from a given question_type (any tier-1 or tier-2 type)
+or, failing that, from a golden (tier 2). The judge is shown an unknown question type as
+"unknown" (its default rule), an unknown abstention as false, an unknown tier as 1.
+
     optional, tier 2 only:
       "golden": "t2-<scenario>-q<n>[_abs]"  the tier-2 golden whose question and expected
                 answer the item uses; the invariant judge (tier2/invariant_judge.py) is checked
@@ -34,6 +41,7 @@ field:  `corpus/judge/labels.jsonl:12: item 't1-ku-03': field 'label': ...`.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -43,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from eval_pipeline.settings import REPO_DIR
 
@@ -113,6 +121,8 @@ PROBES: dict[str, tuple[str, str]] = {
     "hedged_vs_confident": ("confident", "hedged"),
 }
 
+UNKNOWN = "unknown"  # what a missing tier, question type, abstention or hard case counts as
+
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _GOLDEN = re.compile(r"^t2-[a-z0-9]+(-[a-z0-9]+)*-q[0-9]+(_abs)?$")
 
@@ -121,35 +131,89 @@ ProbeKind = Literal[tuple(PROBES)]  # type: ignore[valid-type]
 Order = Literal["reference_first", "response_first"]
 
 
-def _nonblank(value: str) -> str:
-    if not value.strip():
+def _nonblank(value: str | None) -> str | None:
+    if value is not None and not value.strip():
         raise ValueError("must not be empty")
     return value
 
 
+def _tier_of(question_type: Any) -> int | None:
+    if question_type in TIER1_TYPES:
+        return 1
+    if question_type in TIER2_TYPES:
+        return 2
+    return None
+
+
 class LabelItem(BaseModel):
+    """One labelled item. None in tier, question_type, abstention, why or hard_case means the
+    file did not say (unknown); tier is inferred when the question type or a golden says it."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
-    tier: Literal[1, 2]
-    question_type: str
-    abstention: bool
+    tier: Literal[1, 2] | None = None
+    question_type: str | None = None
+    abstention: bool | None = None
     question: str
     reference: str
     response: str
     label: Literal["yes", "no"]
-    why: str
-    hard_case: HardCase
+    why: str | None = None
+    hard_case: HardCase | None = None
     golden: str | None = None
     invariant_label: Literal["yes", "no"] | None = None
     invariant_why: str | None = None
 
     _nonblank = field_validator("id", "question", "reference", "response", "why")(_nonblank)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_tier(cls, data: Any) -> Any:
+        """No tier: the tier of a known question type, else 2 for an item naming a golden."""
+        if not isinstance(data, Mapping) or data.get("tier") is not None:
+            return data
+        tier = _tier_of(data.get("question_type"))
+        if tier is None and data.get("question_type") is None and data.get("golden") is not None:
+            tier = 2
+        return data if tier is None else {**data, "tier": tier}
+
     @property
     def expected_invariant(self) -> str:
         """The verdict the invariant judge should give (its own label, else `label`)."""
         return self.invariant_label or self.label
+
+    # what the judge is shown for a field the file left out (see as_golden)
+    @property
+    def judged_question_type(self) -> str:
+        return self.question_type if self.question_type is not None else UNKNOWN
+
+    @property
+    def judged_abstention(self) -> bool:
+        return bool(self.abstention)
+
+    @property
+    def judged_tier(self) -> int:
+        return self.tier if self.tier is not None else 1
+
+    # the keys composition() and the agreement groups count an item under
+    @property
+    def tier_key(self) -> str:
+        return str(self.tier) if self.tier is not None else UNKNOWN
+
+    @property
+    def question_type_key(self) -> str:
+        return self.question_type if self.question_type is not None else UNKNOWN
+
+    @property
+    def abstention_key(self) -> str:
+        if self.abstention is None:
+            return UNKNOWN
+        return "abstention" if self.abstention else "answerable"
+
+    @property
+    def hard_case_key(self) -> str:
+        return self.hard_case if self.hard_case is not None else UNKNOWN
 
     @field_validator("id")
     @classmethod
@@ -255,6 +319,17 @@ class ProbeSet:
 def _common_issues(obj: LabelItem | ProbePair) -> list[tuple[str, str]]:
     """(field, message) problems shared by label items and probe pairs."""
     out: list[tuple[str, str]] = []
+    if obj.question_type is None:
+        return out
+    if obj.tier is None:  # not inferred: the type is none of either tier's
+        out.append(
+            (
+                "question_type",
+                f"{obj.question_type!r} is not a known question type (tier 1: "
+                f"{', '.join(TIER1_TYPES)}; tier 2: {', '.join(TIER2_TYPES)})",
+            )
+        )
+        return out
     allowed = TIER1_TYPES if obj.tier == 1 else TIER2_TYPES
     if obj.question_type not in allowed:
         out.append(
@@ -268,41 +343,45 @@ def _common_issues(obj: LabelItem | ProbePair) -> list[tuple[str, str]]:
 
 
 def item_issues(item: LabelItem) -> list[tuple[str, str]]:
+    """Rules beyond the field types; a rule that needs a field the item leaves out is
+    skipped."""
     out = _common_issues(item)
-    forced, _ = HARD_CASES[item.hard_case]
-    if forced is not None and item.label != forced:
-        out.append(
-            ("label", f"hard case {item.hard_case!r} is always {forced!r}, got {item.label!r}")
-        )
-    if item.hard_case in ABSTENTION_CASES and not item.abstention:
-        out.append(("abstention", f"hard case {item.hard_case!r} needs abstention: true"))
-    if item.abstention and item.hard_case not in ABSTENTION_CASES:
-        out.append(
-            (
-                "hard_case",
-                "an abstention item is tagged abstention_refusal or abstention_invented, got "
-                f"{item.hard_case!r}",
+    case, abstention, qtype = item.hard_case, item.abstention, item.question_type
+    if case is not None:
+        forced, _ = HARD_CASES[case]
+        if forced is not None and item.label != forced:
+            out.append(("label", f"hard case {case!r} is always {forced!r}, got {item.label!r}"))
+    if case is not None and abstention is not None:
+        if case in ABSTENTION_CASES and not abstention:
+            out.append(("abstention", f"hard case {case!r} needs abstention: true"))
+        if abstention and case not in ABSTENTION_CASES:
+            out.append(
+                (
+                    "hard_case",
+                    "an abstention item is tagged abstention_refusal or abstention_invented, "
+                    f"got {case!r}",
+                )
             )
-        )
-    if item.hard_case == "unwarranted_refusal" and item.abstention:
-        out.append(("abstention", "an unwarranted refusal is about an answerable question"))
-    is_pref = item.question_type == "single-session-preference"
-    if item.hard_case in PREFERENCE_CASES and not is_pref:
-        out.append(("hard_case", f"{item.hard_case!r} is for single-session-preference items"))
-    if is_pref and item.hard_case not in PREFERENCE_CASES:
-        out.append(
-            (
-                "hard_case",
-                "a single-session-preference item is tagged preference_met, "
-                f"preference_met_partially or preference_not_met, got {item.hard_case!r}",
+        if case == "unwarranted_refusal" and abstention:
+            out.append(("abstention", "an unwarranted refusal is about an answerable question"))
+    if case is not None and qtype is not None:
+        is_pref = qtype == "single-session-preference"
+        if case in PREFERENCE_CASES and not is_pref:
+            out.append(("hard_case", f"{case!r} is for single-session-preference items"))
+        if is_pref and case not in PREFERENCE_CASES:
+            out.append(
+                (
+                    "hard_case",
+                    "a single-session-preference item is tagged preference_met, "
+                    f"preference_met_partially or preference_not_met, got {case!r}",
+                )
             )
-        )
     if item.golden is not None:
-        if item.tier != 2:
+        if item.tier is not None and item.tier != 2:
             out.append(("golden", "only tier-2 items name a tier-2 golden"))
         elif not _GOLDEN.match(item.golden):
             out.append(("golden", f"must match {_GOLDEN.pattern}"))
-        elif item.golden.endswith("_abs") != item.abstention:
+        elif abstention is not None and item.golden.endswith("_abs") != abstention:
             out.append(("golden", "the _abs suffix must agree with abstention"))
     if item.invariant_label is not None:
         if item.golden is None:
@@ -337,6 +416,21 @@ def pair_issues(pair: ProbePair) -> list[tuple[str, str]]:
 
 def _loc(loc: tuple) -> str:
     return ".".join(str(p) for p in loc) or "<item>"
+
+
+def _unknown_field(model: type[BaseModel], loc: tuple) -> str:
+    """'unknown field', naming the field names known where it is (and the likeliest one)."""
+    for part in loc[:-1]:  # a nested object's own fields (a probe's `a` / `b`)
+        sub = model.model_fields.get(str(part))
+        if sub is None or not (
+            isinstance(sub.annotation, type) and issubclass(sub.annotation, BaseModel)
+        ):
+            break
+        model = sub.annotation
+    known = list(model.model_fields)
+    close = difflib.get_close_matches(str(loc[-1]) if loc else "", known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown field ({hint}known fields: {', '.join(known)})"
 
 
 def _read(
@@ -382,7 +476,7 @@ def _read(
                 if err["type"] == "missing":
                     msg = "missing"
                 elif err["type"] == "extra_forbidden":
-                    msg = "unknown field"
+                    msg = _unknown_field(model, tuple(err["loc"]))
                 issues.append(LabelIssue(shown, lineno, ident, _loc(err["loc"]), msg))
             continue
         for fld, msg in rules(obj):
@@ -424,7 +518,8 @@ def load_probes(path: str | Path | None = None) -> ProbeSet:
 
 
 def composition(items: Iterable[LabelItem]) -> dict[str, Any]:
-    """Counts by tier, question type, abstention, hard case and label (sorted keys)."""
+    """Counts by tier, question type, abstention, hard case and label (sorted keys); a
+    field an item leaves out counts as "unknown"."""
     items = list(items)
 
     def count(key) -> dict[str, int]:
@@ -432,12 +527,12 @@ def composition(items: Iterable[LabelItem]) -> dict[str, Any]:
 
     return {
         "items": len(items),
-        "by_tier": count(lambda i: str(i.tier)),
-        "by_question_type": count(lambda i: i.question_type),
-        "by_abstention": count(lambda i: "abstention" if i.abstention else "answerable"),
-        "by_hard_case": count(lambda i: i.hard_case),
+        "by_tier": count(lambda i: i.tier_key),
+        "by_question_type": count(lambda i: i.question_type_key),
+        "by_abstention": count(lambda i: i.abstention_key),
+        "by_hard_case": count(lambda i: i.hard_case_key),
         "by_label": count(lambda i: i.label),
-        "by_type_and_label": count(lambda i: f"{i.question_type}/{i.label}"),
+        "by_type_and_label": count(lambda i: f"{i.question_type_key}/{i.label}"),
     }
 
 
@@ -454,15 +549,25 @@ def invariant_items(labels: LabelSet) -> LabelSet:
 
 def as_golden(item: LabelItem | ProbePair) -> dict[str, Any]:
     """The goldens-row shape `score.judges.longmemeval_judge` reads, so a check judges an
-    item exactly as scoring judges a question (same instruction, same user message)."""
-    name = item.golden if isinstance(item, LabelItem) and item.golden else item.id
+    item exactly as scoring judges a question (same instruction, same user message). A label
+    item's unknown fields are shown as question type "unknown" (the judge's default rule),
+    abstention false and tier 1."""
+    if isinstance(item, LabelItem):
+        name = item.golden or item.id
+        tier, qtype, abstention = (
+            item.judged_tier,
+            item.judged_question_type,
+            item.judged_abstention,
+        )
+    else:
+        name, tier, qtype, abstention = item.id, item.tier, item.question_type, item.abstention
     return {
         "name": name,
         "input": item.question,
         "expected_output": item.reference,
         "additional_metadata": {
-            "tier": item.tier,
-            "question_type": item.question_type,
-            "abstention": item.abstention,
+            "tier": tier,
+            "question_type": qtype,
+            "abstention": abstention,
         },
     }

@@ -525,10 +525,11 @@ def compute_agreement(
         kappa=kappa_interval(lab, ver, settings),  # type: ignore[arg-type]
         interval=settings,
         confusion=confusion([(i.label, v) for i, v in rows], settings),
-        by_question_type=grouped(lambda i: i.question_type),
-        by_hard_case=grouped(lambda i: i.hard_case),
-        by_tier=grouped(lambda i: str(i.tier)),
-        by_abstention=grouped(lambda i: "abstention" if i.abstention else "answerable"),
+        # an item that leaves a field out is grouped under "unknown" (judge_labels.UNKNOWN)
+        by_question_type=grouped(lambda i: i.question_type_key),
+        by_hard_case=grouped(lambda i: i.hard_case_key),
+        by_tier=grouped(lambda i: i.tier_key),
+        by_abstention=grouped(lambda i: i.abstention_key),
         probes=probes,
     )
 

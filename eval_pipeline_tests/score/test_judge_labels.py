@@ -160,7 +160,7 @@ def test_every_problem_is_one_line_naming_item_and_field(tmp_path):
         "{not json",
         {**GOOD, "id": "b-1", "label": "maybe"},
         {**GOOD, "id": "b-2", "extra": 1},
-        {k: v for k, v in GOOD.items() if k != "why"} | {"id": "b-3"},
+        {k: v for k, v in GOOD.items() if k != "label"} | {"id": "b-3"},  # why may go, not label
         {**GOOD, "id": "b-4", "question_type": "tier2-pref"},
         {**GOOD, "id": "b-5", "hard_case": "outdated_value"},  # forced 'no'
         {**GOOD, "id": "b-6", "hard_case": "abstention_refusal"},  # abstention false
@@ -180,7 +180,7 @@ def test_every_problem_is_one_line_naming_item_and_field(tmp_path):
         "labels.jsonl:2: invalid JSON",
         "labels.jsonl:3: item 'b-1': field 'label':",
         "labels.jsonl:4: item 'b-2': field 'extra': unknown field",
-        "labels.jsonl:5: item 'b-3': field 'why': missing",
+        "labels.jsonl:5: item 'b-3': field 'label': missing",
         "labels.jsonl:6: item 'b-4': field 'question_type': 'tier2-pref' is not a tier-1 type",
         "labels.jsonl:7: item 'b-5': field 'label': hard case 'outdated_value' is always 'no'",
         "labels.jsonl:8: item 'b-6': field 'abstention'",
