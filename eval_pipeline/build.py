@@ -28,7 +28,7 @@ from eval_pipeline.providers.formation import ProviderRecord, record_for
 from eval_pipeline.reconcile.registry import load_reconciler
 from eval_pipeline.retrieve.protocol import RetrievalEnv, Retriever, load_retriever
 from eval_pipeline.retrieve.reader import Reader, make_reader
-from eval_pipeline.score.answer_judge import AnswerJudge, load_judge
+from eval_pipeline.score.answer_judge import DEFAULT_JUDGE, AnswerJudge, load_judge
 
 DEFAULT_RECONCILE_CONCURRENCY = 4  # offline reconcilers: the graph writer is the bottleneck
 
@@ -66,7 +66,11 @@ def role_pins(name: str, role: ModelRole) -> dict[str, Any] | None:
 
 
 def answer_judge(config: ScoringConfig) -> AnswerJudge:
-    return load_judge(config.method, config.method_options)
+    """The configured answer judge; the built-in one decides by `config.verdict`."""
+    options = dict(config.method_options)
+    if config.method == DEFAULT_JUDGE:
+        options.setdefault("verdict", config.verdict)
+    return load_judge(config.method, options)
 
 
 def reconcile_layer(config: ReconcileConfig, repeat: RepeatConfig) -> LLMLayer | None:

@@ -27,6 +27,7 @@ from eval_pipeline.corpus.upstream import HF_REVISION, UpstreamSpec, check_varia
 from eval_pipeline.llm.config import parse_provider_spec
 from eval_pipeline.llm.errors import LLMConfigError
 from eval_pipeline.llm.names import STRUCTURED_OUTPUT_MODES
+from eval_pipeline.score.verdicts import method
 
 Tier = Literal["1", "2", "all"]
 Scope = Literal["question", "batch"]
@@ -318,6 +319,12 @@ class ScoringConfig(Section):
     method_options: dict[str, Any] = Field(
         default_factory=dict, description="keyword options for the answer judge's constructor"
     )
+    verdict: str = Field(
+        default="cascade",
+        description="how the built-in judge reaches its yes/no: reference (LongMemEval's "
+        "prompt) | reasoned | match (rules, no model) | hybrid | cascade (docs/judging.md)",
+        json_schema_extra=cli("--judge-verdict", "METHOD"),
+    )
     tokenizer: str = Field(default="o200k_base", description="pinned tiktoken encoding")
     gate_k: int = Field(default=10, ge=1, description="evidence recall gate: recall_all@k")
     runs_dir: str | None = Field(
@@ -330,6 +337,13 @@ class ScoringConfig(Section):
         description="a label in the run directory name",
         json_schema_extra=cli("--label", "L"),
     )
+
+
+    @field_validator("verdict")
+    @classmethod
+    def _known_verdict(cls, value: str) -> str:
+        method(value)  # MethodError (a ValueError) names the known methods
+        return value
 
 
 class RepeatConfig(Section):

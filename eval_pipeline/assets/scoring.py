@@ -335,7 +335,14 @@ def _judge(
             for r in retrievals
         ]
         if layer is None:
-            context.log.info("no judge configured: judged metrics are unscored")
+            offline = getattr(method, "judge_offline", None)
+            if offline is None:
+                context.log.info("no judge configured: judged metrics are unscored")
+                return judged, None
+            # A judge that needs no model (the `match` verdict) still judges the answer.
+            for i, r in enumerate(retrievals):
+                if not retrieval_unmeasured(r):
+                    judged[i] = offline(goldens[r.question_id], r.answer, judged[i])
             return judged, None
         todo = [i for i, r in enumerate(retrievals) if not retrieval_unmeasured(r)]
         context.log.info(f"judging {len(todo)} questions with {scoring.judge.model}")

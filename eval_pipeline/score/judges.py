@@ -30,6 +30,8 @@ from eval_pipeline.llm import (
     harden_deepeval_env,
 )
 from eval_pipeline.score.gate import MetricResult
+from eval_pipeline.score.verdicts import REFERENCE_METHOD, judge_answer, method
+from eval_pipeline.score.verdicts import method_hash as verdict_method_hash
 
 if TYPE_CHECKING:
     from eval_pipeline.score.answer_judge import AnswerJudge
@@ -103,16 +105,32 @@ class JudgeVerdict(BaseModel):
     reason: str = Field(default="", max_length=2000)
 
 
+# The `reasoned` prompt (score.verdicts): the same rules, the reasoning written first, so a
+# small model has compared the response with the answer before it commits to a verdict.
+REASONED_SUFFIX = (
+    " First write your reasoning: quote the words of the response that answer the question "
+    "(or say that none do) and compare them with the correct answer under the rule above. "
+    "Then give the verdict that reasoning leads to."
+)
+
+
+class ReasonedVerdict(BaseModel):
+    reasoning: str = Field(default="", max_length=2000)
+    verdict: Literal["yes", "no"]
+
+
+def reasoned_prompt_hash() -> str:
+    body = {"base": prompt_hash(), "suffix": REASONED_SUFFIX, "schema": "reasoning,verdict"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
 async def longmemeval_judge(
     judge: RoleClient, golden: Mapping[str, Any], answer: str | None
 ) -> MetricResult:
     meta = golden["additional_metadata"]
     if answer is None:
         return MetricResult.unscored("no answer was produced", gating=True)
-    user = (
-        f"Question: {golden['input']}\n\nCorrect answer: {golden['expected_output']}\n\n"
-        f"Assistant's response: {answer}"
-    )
+    user = _user_message(golden, answer)
     try:
         verdict = await judge.complete_structured(
             user,
@@ -125,6 +143,33 @@ async def longmemeval_judge(
         return MetricResult.unscored("judge failed", gating=True, error=str(exc))
     score = 1.0 if verdict.verdict == "yes" else 0.0
     return MetricResult.judged(score, 1.0, verdict.reason or verdict.verdict, gating=True)
+
+
+def _user_message(golden: Mapping[str, Any], answer: str) -> str:
+    return (
+        f"Question: {golden['input']}\n\nCorrect answer: {golden['expected_output']}\n\n"
+        f"Assistant's response: {answer}"
+    )
+
+
+async def reasoned_judge(
+    judge: RoleClient, golden: Mapping[str, Any], answer: str | None
+) -> MetricResult:
+    """The `reasoned` prompt: LongMemEval's rules, reasoning before the verdict."""
+    meta = golden["additional_metadata"]
+    if answer is None:
+        return MetricResult.unscored("no answer was produced", gating=True)
+    system = judge_instruction(
+        meta["question_type"], bool(meta["abstention"]), int(meta.get("tier", 1))
+    ).replace(" Reply with verdict 'yes' or 'no' and a one-sentence reason.", REASONED_SUFFIX)
+    try:
+        verdict = await judge.complete_structured(
+            _user_message(golden, answer), ReasonedVerdict, system=system
+        )
+    except LLMError as exc:
+        return MetricResult.unscored("judge failed", gating=True, error=str(exc))
+    score = 1.0 if verdict.verdict == "yes" else 0.0
+    return MetricResult.judged(score, 1.0, verdict.reasoning or verdict.verdict, gating=True)
 
 
 def _deepeval():
@@ -175,13 +220,18 @@ async def _measure(metric, test_case, *, gating: bool) -> MetricResult:
 
 
 async def judge_question(
-    judge: RoleClient, golden: Mapping[str, Any], retrieval_context: list[str], answer: str | None
+    judge: RoleClient,
+    golden: Mapping[str, Any],
+    retrieval_context: list[str],
+    answer: str | None,
+    verdict: str = REFERENCE_METHOD,
 ) -> dict[str, MetricResult]:
-    """All judged metrics of one question; only called when the judge role has a model."""
+    """All judged metrics of one question; only called when the judge role has a model.
+    `verdict` is how the answer judge decides (`score.verdicts`)."""
     LLMTestCase = _deepeval()[1].LLMTestCase
     abstention = bool(golden["additional_metadata"]["abstention"])
     results: dict[str, MetricResult] = {
-        "answer_judge": await longmemeval_judge(judge, golden, answer)
+        "answer_judge": await judge_answer(verdict, judge, golden, answer)
     }
     recall, coverage = _deepeval_metrics(judge)
     case = LLMTestCase(
@@ -244,6 +294,9 @@ class LongMemEvalJudge:
     plugin_kind = "judge"
     name = "longmemeval"
 
+    def __init__(self, verdict: str = REFERENCE_METHOD) -> None:
+        self.verdict = method(verdict).name  # an unknown method fails here, in one line
+
     async def judge_question(
         self,
         role: RoleClient,
@@ -251,15 +304,36 @@ class LongMemEvalJudge:
         retrieval_context: list[str],
         answer: str | None,
     ) -> dict[str, MetricResult]:
-        return await judge_question(role, golden, retrieval_context, answer)
+        return await judge_question(role, golden, retrieval_context, answer, self.verdict)
 
     def unscored(
         self, abstention: bool, reason: str = "unscored: no judge"
     ) -> dict[str, MetricResult]:
         return offline_judge_results(abstention, reason)
 
+    @property
+    def judge_offline(self):
+        """With no judge model: a verdict method that needs none still judges the answer
+        (the other metrics stay unscored); None when the method needs a model."""
+        if method(self.verdict).needs_model:
+            return None
+        return self._judge_offline
+
+    def _judge_offline(
+        self, golden: Mapping[str, Any], answer: str | None, unscored: dict[str, MetricResult]
+    ) -> dict[str, MetricResult]:
+        result = asyncio.run(judge_answer(self.verdict, None, golden, answer))
+        return {**unscored, "answer_judge": result}
+
     def prompt_hash(self) -> str:
-        return prompt_hash()
+        """The answer verdict's hash (the reference method's is the LongMemEval prompt's)."""
+        return verdict_method_hash(self.verdict)
 
     def pins(self) -> dict[str, Any]:
-        return {"name": self.name, "version": JUDGE_PROMPT_VERSION, "prompt_hash": prompt_hash()}
+        return {
+            "name": self.name,
+            "version": JUDGE_PROMPT_VERSION,
+            "verdict": self.verdict,
+            "prompt_hash": self.prompt_hash(),
+            "reference_prompt_hash": prompt_hash(),
+        }

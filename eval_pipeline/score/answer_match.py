@@ -1,0 +1,452 @@
+"""Deterministic answer matching: the judge protocol's clear cases, decided without a model.
+
+The yes/no protocol (`score.judges`: a response is correct when it contains the reference
+answer or an equivalent; partial is a no; off-by-one counts of days, weeks or months pass a
+temporal question; an abstention question wants a refusal) has cases a rule decides as well
+as any judge, and cases only reading can settle. `decide` returns a verdict for the first
+kind and `None` (undecided) for the second, with the rule that decided and the reference
+coverage it measured:
+
+- **values**: numbers (digits, number words, ordinals, thousands separators, currency),
+  durations with their unit (weeks compare to days, years to months), dates (month names in
+  either order, ISO, US numeric) and clock times are read from both texts and compared as
+  values, so "14 days" equals "two weeks" and "March 3rd" equals "3 March";
+- **words**: the reference's content words (stop words and question words removed, light
+  stemming), looked for in the response; `coverage` is the share found;
+- **refusals**: "I don't have that", "you never mentioned", ... found in the response;
+- **cues that need reading**: a correction ("actually", "instead", "no longer", "not X"),
+  or a hedged guess after a refusal ("but it was probably ..."): the rule does not decide.
+
+Yes only when every reference value is there (off by one allowed where the protocol allows
+it) and the words are covered, with no correction cue; no when a reference value is given
+wrongly, when nothing of the reference is there, or when an answerable question is refused.
+A rubric (single-session preference) is never decided here.
+
+These rules restate the written protocol; no rule names an item of any labelled set. The one
+number tuned on data is `match`'s fallback threshold on `coverage` for undecided items
+(`score.verdicts`), cross-validated by `judge-check`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Literal
+
+MATCH_RULES_VERSION = 1
+
+Verdict = Literal["yes", "no"]
+
+_UNITS = {
+    "second": ("time", 1 / 86400),
+    "minute": ("time", 1 / 1440),
+    "hour": ("time", 1 / 24),
+    "day": ("time", 1.0),
+    "night": ("time", 1.0),
+    "week": ("time", 7.0),
+    "fortnight": ("time", 14.0),
+    "month": ("month", 1.0),
+    "year": ("month", 12.0),
+}
+# The counts the temporal rule forgives off by one (judges.TYPE_RULES["temporal-reasoning"]).
+_OFF_BY_ONE_UNITS = {"day", "week", "month"}
+
+_SMALL = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19,
+}  # fmt: skip
+_TENS = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+    "eighty": 80, "ninety": 90,
+}  # fmt: skip
+_ORDINALS = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+    "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12,
+}  # fmt: skip
+_MULTIPLIERS = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_MONTHS = {
+    m: i
+    for i, names in enumerate(
+        [
+            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
+            ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
+            ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+            ("december", "dec"),
+        ],
+        1,
+    )
+    for m in names
+}  # fmt: skip
+
+_STOP = frozenset(
+    """a an the and or of to in on at for from by with about as is are was were be been being
+    it its this that these those there their they them he she his her him you your yours i me
+    my mine we our us do did does done have has had having will would can could should may
+    might must shall what which who whom whose when where why how than then so such very just
+    also only some any all each both few more most other into over under again further once
+    here out up down off own same too s t not no nor yes user users assistant answer per each
+    every
+    correct response approximately about around roughly total overall currently ago
+    """.split()
+)  # fmt: skip
+_REFUSAL = re.compile(
+    r"\b(?:"
+    r"(?:i\s+)?(?:do\s+not|don't|dont|cannot|can't|can\s+not|couldn't|could\s+not)\s+"
+    r"(?:have|find|see|recall|remember|know|locate|tell|determine|say)"
+    r"|no\s+(?:record|mention|information|details?|data|way\s+to\s+(?:know|tell))"
+    r"|(?:never|not|wasn't|isn't|haven't|hasn't|didn't)\s+(?:been\s+)?"
+    r"(?:mentioned|mention|told|said|shared|discussed|specified|stated|provided|recorded|"
+    r"come\s+up|talked)"
+    r"|(?:not|isn't|aren't|wasn't)\s+(?:in|part\s+of|among|covered\s+(?:in|by)|anywhere\s+in)\s+"
+    r"(?:the|our|your|my)?\s*(?:history|conversations?|records?|notes|chats?|sessions?|"
+    r"events?|logs?|memory|what)"
+    r"|\bi\s+(?:can't|cannot|couldn't|could\s+not|can\s+not)\b"
+    r"|\bnever\b[^.?!]{0,60}?\b(?:mentioned|said|told|found|known|recorded|discussed|"
+    r"brought\s+up|came\s+up|shared)"
+    r"|\bdon't\s+think\s+(?:you|we|it)\b[^.?!]{0,30}?\b(?:mentioned|said|told|came\s+up)"
+    r"|\b(?:not|never)\s+(?:known|found|determined|identified|established)"
+    r"|nothing\s+(?:in|about|was\s+said|on\s+record|recorded)"
+    r"|unable\s+to\s+(?:find|determine|answer|tell|say)"
+    r"|there\s+(?:is|are|was|were)\s+no\s+"
+    r"|(?:unanswerable|cannot\s+be\s+answered|can't\s+be\s+answered|not\s+answerable)"
+    r"|(?:i\s+)?(?:have|has)\s+no\s+(?:record|information|memory|knowledge|details?)"
+    r")",
+    re.IGNORECASE,
+)
+# After a refusal: a guess that still answers ("but it was probably ...").
+_GUESS = re.compile(
+    r"\b(?:but|though|although|however)\b[^.?!]*\b(?:probably|likely|maybe|might|may|"
+    r"guess|assume|presumably|perhaps|could\s+be|would\s+be|was|is|it's)\b"
+    r"|\b(?:my\s+(?:best\s+)?guess|i\s+(?:would\s+)?guess|probably|most\s+likely)\b",
+    re.IGNORECASE,
+)
+# A correction or an update: which value the response asserts needs reading.
+_CORRECTION = re.compile(
+    r"\b(?:actually|instead|rather\s+than|no\s+longer|not\s+anymore|any\s*more|used\s+to|"
+    r"previously|originally|formerly|initially|earlier|changed|switched|replaced|"
+    r"moved\s+from|turned\s+out|correction|correct(?:ed|ing)\s+(?:that|myself)|"
+    r"scratch\s+that|in\s+the\s+end|ended\s+up|eventually|finally|decided|went\s+with|"
+    r"settled\s+on|thought\s+about|considered|in\s+fact|wait|whereas|"
+    r"before\s+(?:that|it)|but\s+(?:then|later|now|it|that|the|you|i|we|actually))",
+    re.IGNORECASE,
+)
+# A negation, except the hedges that leave the answer standing ("not sure", "not 100%").
+_NEGATION = re.compile(
+    r"\b(?:not|never|isn't|wasn't|aren't|weren't|didn't|doesn't|don't|no)\b"
+    r"(?!\s+(?:sure|certain|completely|entirely|exactly|positive|100|quite|totally|fully|"
+    r"a\s+hundred|mistaken|wrong))",
+    re.IGNORECASE,
+)
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+
+@dataclass(frozen=True)
+class Quantity:
+    kind: str  # "number" | "time" | "month" | "date" | "clock"
+    value: float | tuple[int | None, int, int]
+    unit: str | None = None  # the unit as written (singular), for the off-by-one rule
+
+
+@dataclass(frozen=True)
+class Match:
+    """What the rules saw: a verdict (None: undecided) and why."""
+
+    verdict: Verdict | None
+    rule: str
+    coverage: float  # share of the reference's content words and values found (0..1)
+    refusal: bool = False
+
+
+def normalise(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u2013", "-")
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 1,200 -> 1200
+    text = re.sub(r"[$€£]\s*(?=\d)", "", text)
+    text = re.sub(r"\b(\d+)-([a-z])\b", r"\1\2", text)  # 14-B -> 14b
+    text = re.sub(r"\b(\d+(?:\.\d+)?)\s*k\b", lambda m: _scaled(m[1], 1000), text)
+    text = re.sub(
+        r"\b(\d+(?:\.\d+)?)\s+(thousand|million)\b",
+        lambda m: _scaled(m[1], 1000 if m[2] == "thousand" else 1_000_000),
+        text,
+    )
+    text = re.sub(r"\b(\d+)\s+(?:dollars?|euros?|pounds?)\s+and\s+(\d{1,2})\s+cents?\b",
+                  lambda m: f"{m[1]}.{int(m[2]):02d}", text)  # fmt: skip
+    text = re.sub(r"\b(\d{1,2}(?::\d{2})?)\s+in\s+the\s+morning\b", r"\1 am", text)
+    text = re.sub(r"\b(\d{1,2}(?::\d{2})?)\s+in\s+the\s+(?:afternoon|evening)\b", r"\1 pm", text)
+    return text
+
+
+def _scaled(number: str, factor: int) -> str:
+    value = float(number) * factor
+    return str(int(value)) if value == int(value) else str(value)
+
+
+def _word_number(words: list[str], i: int) -> tuple[float, int] | None:
+    """A number spelled in words starting at words[i]: (value, words used)."""
+    total, current, used = 0, None, 0
+    j = i
+    while j < len(words):
+        w = words[j]
+        parts = w.split("-")
+        if len(parts) == 2 and parts[0] in _TENS and parts[1] in _SMALL:
+            val = _TENS[parts[0]] + _SMALL[parts[1]]
+            current = (current or 0) + val
+        elif w in _SMALL:
+            current = (current or 0) + _SMALL[w]
+        elif w in _TENS:
+            current = (current or 0) + _TENS[w]
+        elif w in _MULTIPLIERS and current is not None:
+            if _MULTIPLIERS[w] >= 1000:
+                total += current * _MULTIPLIERS[w]
+                current = 0
+            else:
+                current *= _MULTIPLIERS[w]
+        elif w == "and" and current is not None and j + 1 < len(words) and (
+            words[j + 1] in _SMALL or words[j + 1] in _TENS
+        ):
+            pass
+        else:
+            break
+        j += 1
+        used = j - i
+    if used == 0 or current is None and total == 0:
+        return None
+    return float(total + (current or 0)), used
+
+
+def _unit_of(word: str) -> str | None:
+    w = word[:-1] if word.endswith("s") else word
+    return w if w in _UNITS else None
+
+
+def quantities(text: str) -> list[Quantity]:
+    """Every value in `text`: dates, clock times, durations with units, bare numbers."""
+    t = normalise(text)
+    out: list[Quantity] = []
+    taken: list[tuple[int, int]] = []
+
+    def free(a: int, b: int) -> bool:
+        return all(b <= x or a >= y for x, y in taken)
+
+    def add(q: Quantity, span: tuple[int, int]) -> None:
+        out.append(q)
+        taken.append(span)
+
+    month = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"  # noqa: E501
+    day = r"(\d{1,2})(?:st|nd|rd|th)?"
+    year = r"(?:,?\s*(\d{4}))?"
+    for m in re.finditer(rf"\b(\d{{4}})-(\d{{1,2}})-(\d{{1,2}})\b", t):
+        add(Quantity("date", (int(m[1]), int(m[2]), int(m[3]))), m.span())
+    for m in re.finditer(rf"\b(\d{{1,2}})/(\d{{1,2}})(?:/(\d{{2,4}}))?\b", t):
+        if free(*m.span()) and 1 <= int(m[1]) <= 12 and 1 <= int(m[2]) <= 31:
+            yr = int(m[3]) if m[3] else None
+            if yr is not None and yr < 100:
+                yr += 2000
+            add(Quantity("date", (yr, int(m[1]), int(m[2]))), m.span())
+    for m in re.finditer(rf"\b{month}\.?\s+{day}\b{year}", t):
+        if free(*m.span()) and 1 <= int(m[2]) <= 31:
+            yr = int(m[3]) if m[3] else None
+            add(Quantity("date", (yr, _MONTHS[m[1]], int(m[2]))), m.span())
+    for m in re.finditer(rf"\b{day}\s+(?:of\s+)?{month}\b{year}", t):
+        if free(*m.span()) and 1 <= int(m[1]) <= 31:
+            yr = int(m[3]) if m[3] else None
+            add(Quantity("date", (yr, _MONTHS[m[2]], int(m[1]))), m.span())
+    for m in re.finditer(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\.?\b|\b(\d{1,2}):(\d{2})\b", t):
+        if not free(*m.span()):
+            continue
+        if m[3]:
+            h = int(m[1]) % 12 + (12 if m[3] == "p" else 0)
+            mins = int(m[2] or 0)
+        else:
+            h, mins = int(m[4]), int(m[5])
+        add(Quantity("clock", float(h * 60 + mins)), m.span())
+
+    # Numbers (digits, words, ordinals) and the unit that follows them.
+    tokens = [(m.group(), m.start(), m.end()) for m in re.finditer(r"[a-z]+(?:-[a-z]+)?|\d+(?:\.\d+)?(?:st|nd|rd|th)?", t)]  # noqa: E501
+    words = [w for w, _, _ in tokens]
+    i = 0
+    while i < len(tokens):
+        w, a, _ = tokens[i]
+        value: float | None = None
+        used = 1
+        digits = re.fullmatch(r"(\d+(?:\.\d+)?)(?:st|nd|rd|th)?", w)
+        if digits:
+            value = float(digits[1])
+        elif w in _ORDINALS:  # "the third": a number, never a duration ("second week")
+            if free(a, tokens[i][2]):
+                add(Quantity("number", float(_ORDINALS[w])), (a, tokens[i][2]))
+            i += 1
+            continue
+        elif w in ("a", "an", "one") and i + 1 < len(words) and _unit_of(words[i + 1]):
+            value = 1.0
+        elif w == "twice":
+            value = 2.0
+        elif w == "once":
+            value = 1.0
+        elif w == "dozen" or (w == "a" and i + 1 < len(words) and words[i + 1] == "dozen"):
+            value, used = 12.0, 1 if w == "dozen" else 2
+        elif w == "half" and i + 2 < len(words) and words[i + 1] in ("a", "an"):
+            unit = _unit_of(words[i + 2])
+            if unit:
+                dim, scale = _UNITS[unit]
+                end = tokens[i + 2][2]
+                if free(a, end):
+                    add(Quantity(dim, 0.5 * scale, unit), (a, end))
+                i += 3
+                continue
+        else:
+            parsed = _word_number(words, i)
+            if parsed:
+                value, used = parsed
+        if value is None:
+            i += 1
+            continue
+        end = tokens[i + used - 1][2]
+        if not free(a, end):
+            i += used
+            continue
+        nxt = words[i + used] if i + used < len(words) else ""
+        unit = _unit_of(nxt)
+        if unit:
+            dim, scale = _UNITS[unit]
+            add(Quantity(dim, value * scale, unit), (a, tokens[i + used][2]))
+            i += used + 1
+            continue
+        add(Quantity("number", value), (a, end))
+        i += used
+    return out
+
+
+def _same(ref: Quantity, got: Quantity, *, off_by_one: bool) -> bool:
+    if ref.kind != got.kind:
+        # A bare number in the reference ("3") matches a count of anything in the response.
+        return ref.kind == "number" and got.kind in ("time", "month") and _count(got) == ref.value
+    if ref.kind == "date":
+        ry, rm, rd = ref.value  # type: ignore[misc]
+        gy, gm, gd = got.value  # type: ignore[misc]
+        return (rm, rd) == (gm, gd) and (ry is None or gy is None or ry == gy)
+    if abs(float(ref.value) - float(got.value)) < 1e-9:  # type: ignore[arg-type]
+        return True
+    if off_by_one and ref.unit in _OFF_BY_ONE_UNITS:
+        scale = _UNITS[ref.unit][1]
+        return abs(float(ref.value) - float(got.value)) <= scale + 1e-9  # type: ignore[arg-type]
+    return False
+
+
+def _count(q: Quantity) -> float:
+    if q.unit is None:
+        return float(q.value)  # type: ignore[arg-type]
+    return float(q.value) / _UNITS[q.unit][1]  # type: ignore[arg-type]
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ies", "es", "ed", "s", "ly"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def content_words(text: str) -> set[str]:
+    """The reference's words that carry its content (no stop words, numbers or units)."""
+    t = normalise(text)
+    out = set()
+    for w in _WORD.findall(t):
+        w = w.split("'")[0]
+        if w in _STOP or w.isdigit() or _unit_of(w) or w in _SMALL or w in _TENS:
+            continue
+        if w in _MONTHS or w in _ORDINALS or len(w) < 2:
+            continue
+        out.add(_stem(w))
+    return out
+
+
+def _found(word: str, response_words: set[str]) -> bool:
+    if word in response_words:
+        return True
+    # A longer form of the same word ("vegan" / "veganism"), never a short fragment.
+    return len(word) >= 5 and any(r.startswith(word) or word.startswith(r) and len(r) >= 5
+                                  for r in response_words)  # fmt: skip
+
+
+def decide(
+    reference: str, response: str, *, question_type: str, abstention: bool, question: str = ""
+) -> Match:
+    """The protocol's verdict where a rule settles it, else an undecided Match."""
+    resp = normalise(response)
+    refused = bool(_REFUSAL.search(resp))
+    if abstention:
+        if not refused:
+            return Match("no", "abstention: answered instead of recognising the gap", 0.0)
+        if _GUESS.search(resp):
+            return Match(None, "abstention: a refusal with a guess needs reading", 0.0, True)
+        return Match("yes", "abstention: recognised as unanswerable", 1.0, True)
+    if question_type == "single-session-preference":
+        words = content_words(reference)
+        cov = _coverage(words, [], response)
+        return Match(None, "rubric: needs reading", cov, refused)
+
+    question_words = content_words(question)
+    ref_values = quantities(reference)
+    got_values = quantities(response)
+    words = content_words(reference) - question_words or content_words(reference)
+    off_by_one = question_type == "temporal-reasoning"
+    matched = [any(_same(r, g, off_by_one=off_by_one) for g in got_values) for r in ref_values]
+    cov = _coverage(words, matched, response)
+    word_cov = _coverage(words, [], response) if words else 1.0
+
+    if refused and cov < 0.5:
+        return Match("no", "answerable question refused", cov, True)
+    if ref_values and not all(matched):
+        wrong = [
+            r
+            for r, ok in zip(ref_values, matched, strict=True)
+            if not ok and any(_comparable(r, g) for g in got_values)
+        ]
+        if wrong and not words - _words_in(response):
+            return Match("no", "a reference value given wrongly", cov, refused)
+        if wrong and word_cov == 1.0:
+            return Match("no", "a reference value given wrongly", cov, refused)
+        if not any(matched) and word_cov == 0.0:
+            return Match("no", "no reference value or word in the response", cov, refused)
+        return Match(None, "values partly there: needs reading", cov, refused)
+    if cov == 0.0:
+        return Match("no", "nothing of the reference in the response", cov, refused)
+    if cov < 1.0:
+        return Match(None, "reference partly there: needs reading", cov, refused)
+    if _CORRECTION.search(resp) or _negated(resp, words, ref_values):
+        return Match(None, "reference there beside a correction or negation", cov, refused)
+    extra = [g for g in got_values if not any(_same(r, g, off_by_one=off_by_one)
+                                              for r in ref_values)]  # fmt: skip
+    if ref_values and any(_comparable(r, g) for r in ref_values for g in extra):
+        return Match(None, "reference value beside other values of its kind", cov, refused)
+    return Match("yes", "every reference value and word in the response", cov, refused)
+
+
+def _comparable(ref: Quantity, got: Quantity) -> bool:
+    return ref.kind == got.kind or ref.kind == "number" and got.kind in ("time", "month")
+
+
+def _words_in(text: str) -> set[str]:
+    return {_stem(w.split("'")[0]) for w in _WORD.findall(normalise(text))}
+
+
+def _coverage(words: set[str], matched: list[bool], response: str) -> float:
+    have = _words_in(response)
+    found = sum(1 for w in words if _found(w, have)) + sum(matched)
+    total = len(words) + len(matched)
+    return found / total if total else 0.0
+
+
+def _negated(resp: str, words: set[str], values: list[Quantity]) -> bool:
+    """A negation in the same sentence as a reference word (the answer may be denied)."""
+    for sentence in re.split(r"(?<=[.!?;])\s+", resp):
+        if not _NEGATION.search(sentence):
+            continue
+        have = _words_in(sentence)
+        if any(_found(w, have) for w in words) or (values and quantities(sentence)):
+            return True
+    return False
