@@ -66,6 +66,8 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
             probes=args.probes,
             with_probes=not args.no_probes,
             with_invariant=not args.no_invariant,
+            methods=args.methods.split(",") if args.methods else None,
+            folds=args.folds,
             out_dir=args.out,
             concurrency=args.concurrency,
         )
@@ -73,7 +75,8 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     for line in summary_lines(outcome):
         print(line)
-    print(f"stored: {', '.join(str(p) for p in outcome.stored)}")
+    roots = sorted({str(p.parent.parent) for p in outcome.stored})
+    print(f"stored: {len(outcome.stored)} result(s) in {', '.join(roots)}")
     print(f"wall time: {outcome.wall_s:.1f} s")
     print(outcome.out_dir)
     return 0
@@ -82,12 +85,25 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
 def _add_judge_check(sub) -> None:
     p = sub.add_parser(
         "judge-check",
-        help="measure a judge against the labelled set: verdicts.jsonl, agreement.json",
-        description="Runs the judge exactly as scoring does over every labelled item (and the "
-        "bias probes), writes DIR/verdicts.jsonl and DIR/agreement.json, and stores the "
-        "result keyed by judge and prompt hash for run manifests, compare and reports.",
+        help="measure a judge's verdict methods against labels: kappa per method, cross-validated",
+        description="Judges every labelled item (and the bias probes) exactly as scoring does, "
+        "under every verdict method (docs/judging.md); prints each method's kappa with its "
+        "interval, cross-validated on the project's set (a --labels file: as shipped), writes "
+        "DIR/methods/<method>/{verdicts.jsonl,agreement.json}, and stores each result keyed by "
+        "judge and method hash for run manifests, compare and reports.",
     )
-    p.add_argument("--judge", required=True, metavar="P:MODEL", help="the judge to check")
+    p.add_argument(
+        "--judge",
+        required=True,
+        metavar="P:MODEL",
+        help="the judge model to check; 'offline' checks the methods that need no model",
+    )
+    p.add_argument(
+        "--methods", metavar="A,B", help="verdict methods to check (default: all of them)"
+    )
+    p.add_argument(
+        "--folds", type=int, default=5, metavar="K", help="cross-validation folds (default 5)"
+    )
     p.add_argument(
         "--labels", metavar="FILE", help="label file (default corpus/judge/labels.jsonl)"
     )

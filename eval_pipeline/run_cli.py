@@ -243,6 +243,26 @@ def print_summary(run_dir: Path) -> None:
             f"median payload tokens (covered) {tokens_text}, "
             f"abstention {s['abstention']['questions']} apart"
         )
+    for line in judge_lines(run_dir):
+        print(line)
+
+
+def judge_lines(run_dir: Path) -> list[str]:
+    """The run's judge, its verdict method and checked kappa, and every bias its check
+    found: named on every judged run (issue: a judge's bias travels with its scores)."""
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    judge = manifest.get("pins", {}).get("judge") or {}
+    pin = judge.get("agreement")
+    if not isinstance(pin, dict):
+        return []
+    verdict = (judge.get("method") or {}).get("verdict")
+    head = f"judge {judge.get('model')}" + (f", verdict {verdict}" if verdict else "")
+    if pin.get("status") != "checked":
+        return [f"{head}: no agreement check (eval-pipeline judge-check)"]
+    k = pin.get("kappa")
+    out = [f"{head}: kappa {'undefined' if k is None else f'{k:.2f}'} on its check"]
+    out += [f"  judge bias: {b}" for b in pin.get("biased_probes") or []]
+    return out
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from eval_pipeline import build
 from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.failure_log import records_failures
 from eval_pipeline.assets.resources import ScoringResource
@@ -62,15 +63,19 @@ def _metadata(kind: str, result: AgreementResult | None) -> dict[str, Any]:
     return out
 
 
-def judge_agreement_metadata(judge: str, store: AgreementStore) -> dict[str, Any]:
-    """Plain metadata for `judge` from the store (None values for what was not measured)."""
-    answer = lookup_agreement(judge, prompt_hash(), root=store.root)
+def judge_agreement_metadata(
+    judge: str, store: AgreementStore, answer_hash: str | None = None, *, needs_model: bool = True
+) -> dict[str, Any]:
+    """Plain metadata for `judge` from the store (None values for what was not measured):
+    the answer verdict's check under `answer_hash` (default: the reference prompt's)."""
+    answer_hash = answer_hash or prompt_hash()
+    answer = lookup_agreement(judge if needs_model else "none", answer_hash, root=store.root)
     inv = lookup_agreement(judge, invariant_prompt_hash(), root=store.root)
     warnings = [f"answer_judge: {w}" for w in agreement_warnings(answer)]
     warnings += [f"invariant_judge: {w}" for w in agreement_warnings(inv)]
     return {
         "judge": judge,
-        "prompt_hash": prompt_hash(),
+        "prompt_hash": answer_hash,
         "invariant_prompt_hash": invariant_prompt_hash(),
         **_metadata("answer_judge", answer),
         **_metadata("invariant_judge", inv),
@@ -90,7 +95,9 @@ def judge_agreement(
 ) -> dg.MaterializeResult:
     judge = scoring.judge.model
     store = AgreementStore()
-    if judge == "offline":
+    method = build.answer_judge(scoring)
+    needs_model = getattr(method, "judge_offline", None) is None
+    if judge == "offline" and needs_model:
         context.log.info("no judge configured (offline): nothing judged, nothing to check")
         return dg.MaterializeResult(metadata={"judge": "offline", "status": "no judge"})
     if config.run_check:
@@ -101,7 +108,9 @@ def judge_agreement(
         except JudgeCheckError as exc:
             raise dg.Failure(description=str(exc)) from None
         context.log.info(f"judge-check written to {outcome.out_dir}")
-    metadata = judge_agreement_metadata(judge, store)
+    metadata = judge_agreement_metadata(
+        judge, store, method.prompt_hash(), needs_model=needs_model
+    )
     for line in metadata["warnings"].splitlines():
         context.log.warning(line)
     return dg.MaterializeResult(

@@ -202,8 +202,9 @@ def build_manifest(
     retrieval_pins = batches[0].facts.get("pins", {})
     memory = merged_memory(batches)
     reconciled = [o.find("reconciled_graph") for o in batches]
-    judged = not scoring.judge.offline
     method = build.answer_judge(scoring)
+    # Judged: a judge model, or a verdict method that needs none (`match`).
+    judged = not scoring.judge.offline or getattr(method, "judge_offline", None) is not None
     return {
         "pins": {
             "corpus": {
@@ -235,7 +236,11 @@ def build_manifest(
                 "prompt_hash": method.prompt_hash() if judged else None,
                 "criteria_prompt_hash": criteria_prompt_hash() if judged else None,
                 # The invariant judge's pin, and the stored judge-check of each prompt.
-                **judge_agreement_pins(scoring.judge.model),
+                **judge_agreement_pins(
+                    scoring.judge.model,
+                    method.prompt_hash() if judged else None,
+                    needs_model=getattr(method, "judge_offline", None) is None,
+                ),
                 # The judge role's own pins: for `local`, the weights' sha256, the server's
                 # version and its sampling settings (the spec alone does not name the weights).
                 "role": build.role_pins("judge", scoring.judge),

@@ -884,10 +884,14 @@ def _agreement_cell(pin: Any) -> str:
     accuracy = (
         "–" if acc is None else f"{acc:.2f}{ci(pin.get('accuracy_low'), pin.get('accuracy_high'))}"
     )
+    method = f"verdict method {_e(pin['method'])}: " if pin.get("method") else ""
+    biases = "".join(
+        f'<br><span class="warn">judge bias: {_e(b)}</span>' for b in pin.get("biased_probes") or []
+    )
     return (
-        f"kappa <b>{_e(kappa)}</b>, accuracy {_e(accuracy)}; {num(pin.get('n_judged'))} "
+        f"{method}kappa <b>{_e(kappa)}</b>, accuracy {_e(accuracy)}; {num(pin.get('n_judged'))} "
         f"judged, {num(pin.get('n_unscored'))} unscored of {num(pin.get('n_items'))} "
-        f'<span class="muted">(measured {_e(pin.get("measured_at") or "?")})</span>'
+        f'<span class="muted">(measured {_e(pin.get("measured_at") or "?")})</span>{biases}'
     )
 
 

@@ -66,8 +66,10 @@ from eval_pipeline.settings import state_dir
 
 log = logging.getLogger(__name__)
 
-AGREEMENT_SCHEMA_VERSION = 1
+AGREEMENT_SCHEMA_VERSION = 2
 KAPPA_WARN_BELOW = 0.8
+# A probe that moves the yes-rate by more than this is a bias every judged run names.
+PROBE_BIAS_LIMIT = 0.10
 VERDICTS_FILE = "verdicts.jsonl"
 AGREEMENT_FILE = "agreement.json"
 STORE_DIRNAME = "judge_agreement"
@@ -468,6 +470,8 @@ class AgreementResult(_Model):
     by_abstention: dict[str, Confusion]
     probes: ProbeReport | None = None
     verdicts_sha256: str | None = None
+    method: str | None = None  # the verdict method (score.verdicts); None: before methods
+    evaluation: str | None = None  # how its figures were kept off the data it was tuned on
 
 
 def _check_records(
@@ -707,6 +711,21 @@ def agreement_warnings(result: AgreementResult | None) -> list[str]:
         out.append(f"the judge's kappa {k:.2f} is below {KAPPA_WARN_BELOW}")
     if result.n_unscored:
         out.append(f"{result.n_unscored} of {result.n_items} check items went unscored")
+    out += [f"bias: {line}" for line in biased_probes(result)]
+    return out
+
+
+def biased_probes(result: AgreementResult) -> list[str]:
+    """Each measured probe whose yes-rate delta exceeds PROBE_BIAS_LIMIT, as one line."""
+    out = []
+    for res in result.probes.results.values() if result.probes else []:
+        if res.status == "measured" and res.delta is not None:
+            if abs(res.delta) > PROBE_BIAS_LIMIT + 1e-9:
+                out.append(
+                    f"probe {res.probe}: {res.b} answers judged yes {abs(res.delta) * 100:.0f} "
+                    f"points {'more' if res.delta > 0 else 'less'} often than {res.a} ones "
+                    f"({res.n_judged_pairs} pairs)"
+                )
     return out
 
 
@@ -728,5 +747,8 @@ def agreement_pin(result: AgreementResult | None) -> dict:
         "n_unscored": result.n_unscored,
         "labels_sha256": result.labels.sha256,
         "measured_at": result.measured_at,
+        "method": result.method,
+        "evaluation": result.evaluation,
+        "biased_probes": biased_probes(result),
         "warnings": agreement_warnings(result),
     }

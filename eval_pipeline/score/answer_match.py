@@ -205,8 +205,11 @@ def _word_number(words: list[str], i: int) -> tuple[float, int] | None:
                 current = 0
             else:
                 current *= _MULTIPLIERS[w]
-        elif w == "and" and current is not None and j + 1 < len(words) and (
-            words[j + 1] in _SMALL or words[j + 1] in _TENS
+        elif (
+            w == "and"
+            and current is not None
+            and j + 1 < len(words)
+            and (words[j + 1] in _SMALL or words[j + 1] in _TENS)
         ):
             pass
         else:
@@ -239,9 +242,9 @@ def quantities(text: str) -> list[Quantity]:
     month = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"  # noqa: E501
     day = r"(\d{1,2})(?:st|nd|rd|th)?"
     year = r"(?:,?\s*(\d{4}))?"
-    for m in re.finditer(rf"\b(\d{{4}})-(\d{{1,2}})-(\d{{1,2}})\b", t):
+    for m in re.finditer(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b", t):
         add(Quantity("date", (int(m[1]), int(m[2]), int(m[3]))), m.span())
-    for m in re.finditer(rf"\b(\d{{1,2}})/(\d{{1,2}})(?:/(\d{{2,4}}))?\b", t):
+    for m in re.finditer(r"\b(\d{1,2})/(\d{1,2})(?:/(\d{2,4}))?\b", t):
         if free(*m.span()) and 1 <= int(m[1]) <= 12 and 1 <= int(m[2]) <= 31:
             yr = int(m[3]) if m[3] else None
             if yr is not None and yr < 100:
@@ -266,7 +269,10 @@ def quantities(text: str) -> list[Quantity]:
         add(Quantity("clock", float(h * 60 + mins)), m.span())
 
     # Numbers (digits, words, ordinals) and the unit that follows them.
-    tokens = [(m.group(), m.start(), m.end()) for m in re.finditer(r"[a-z]+(?:-[a-z]+)?|\d+(?:\.\d+)?(?:st|nd|rd|th)?", t)]  # noqa: E501
+    tokens = [
+        (m.group(), m.start(), m.end())
+        for m in re.finditer(r"[a-z]+(?:-[a-z]+)?|\d+(?:\.\d+)?(?:st|nd|rd|th)?", t)
+    ]  # noqa: E501
     words = [w for w, _, _ in tokens]
     i = 0
     while i < len(tokens):
@@ -356,7 +362,9 @@ def content_words(text: str) -> set[str]:
     out = set()
     for w in _WORD.findall(t):
         w = w.split("'")[0]
-        if w in _STOP or w.isdigit() or _unit_of(w) or w in _SMALL or w in _TENS:
+        if w in _STOP or w in ("am", "pm") or re.fullmatch(r"\d+(?:st|nd|rd|th)?", w):
+            continue
+        if _unit_of(w) or w in _SMALL or w in _TENS:
             continue
         if w in _MONTHS or w in _ORDINALS or len(w) < 2:
             continue

@@ -37,7 +37,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -58,7 +58,10 @@ from eval_pipeline.corpus.judge_labels import (
 from eval_pipeline.llm import LLMLayer
 from eval_pipeline.llm.layer import layer_for
 from eval_pipeline.llm.role_check import ModelRoleError, check_model_roles
+from eval_pipeline.score import verdicts as verdicts_mod
 from eval_pipeline.score.agreement import (
+    AGREEMENT_FILE,
+    PROBE_BIAS_LIMIT,
     AgreementResult,
     AgreementStore,
     CheckFiles,
@@ -66,14 +69,26 @@ from eval_pipeline.score.agreement import (
     VerdictRecord,
     agreement_pin,
     compute_agreement,
+    default_labels_sha256,
     lookup_agreement,
     probe_report,
     probe_verdicts,
-    verdict_record,
+    read_agreement,
+    verdict_of,
     write_check,
 )
+from eval_pipeline.score.answer_match import MATCH_RULES_VERSION, Match
 from eval_pipeline.score.gate import MetricResult
-from eval_pipeline.score.judges import longmemeval_judge, prompt_hash
+from eval_pipeline.score.judges import longmemeval_judge, prompt_hash, reasoned_judge
+from eval_pipeline.score.verdicts import (
+    REFERENCE_METHOD,
+    ItemInputs,
+    combine,
+    cross_validated,
+    is_rubric,
+    rules_match,
+    verdicts_of,
+)
 from eval_pipeline.settings import state_dir
 from eval_pipeline.tier2.invariant_judge import (
     InvariantResult,
@@ -87,6 +102,8 @@ INVARIANT_SUBDIR = "invariant_judge"
 ANSWER_KIND = "answer_judge"
 INVARIANT_KIND = "invariant_judge"
 DEFAULT_CONCURRENCY = 4
+DEFAULT_FOLDS = 5
+METHODS_SUBDIR = "methods"
 
 
 class JudgeCheckError(ValueError):
@@ -96,11 +113,12 @@ class JudgeCheckError(ValueError):
 @dataclass(frozen=True)
 class JudgeCheckOutcome:
     out_dir: Path
-    answer: CheckFiles
+    answer: CheckFiles | None  # the reference method (None when offline: it needs a model)
     invariant: CheckFiles | None
     stored: list[Path]
     wall_s: float
     usage: dict[str, Any] | None
+    methods: list[Any] = field(default_factory=list)  # MethodCheck, one per verdict method
 
 
 def one_line(exc: JudgeLabelError) -> str:
@@ -213,6 +231,89 @@ def scoring_judge_layer(judge: str) -> LLMLayer:
     return layer
 
 
+@dataclass(frozen=True)
+class MethodCheck:
+    """One verdict method's figures on one label set."""
+
+    method: str
+    labels: str  # "project" | "labels" (the --labels file)
+    files: CheckFiles
+    evaluation: str
+
+
+def _inputs(
+    items: Sequence[LabelItem],
+    matches: Sequence[Match | None],
+    model: Mapping[str, Sequence[MetricResult]],
+) -> list[ItemInputs]:
+    out = []
+    for n, item in enumerate(items):
+        m = matches[n]
+        out.append(
+            ItemInputs(
+                id=item.id,
+                label=item.label,
+                rubric=is_rubric(as_golden(item)),
+                match=None if m is None else asdict(m),
+                model={p: verdict_of(r[n]) for p, r in model.items()},
+            )
+        )
+    return out
+
+
+def _method_records(
+    name: str,
+    items: Sequence[LabelItem],
+    inputs: Sequence[ItemInputs],
+    verdicts: Sequence[str | None],
+    model: Mapping[str, Sequence[MetricResult]],
+) -> list[VerdictRecord]:
+    """verdicts.jsonl lines of one method: the model's reason where it decided, else the
+    rule's (an unscored model call keeps its error)."""
+    prompt = verdicts_mod.method(name).prompt
+    out = []
+    for n, (item, inp, v) in enumerate(zip(items, inputs, verdicts, strict=True)):
+        if v is None and prompt is not None:
+            r = model[prompt][n]
+            reason = r.error or r.reason
+        else:
+            decided = combine(
+                name,
+                inp.match_obj(),
+                inp.model.get(prompt) if prompt else None,
+                rubric=inp.rubric,
+            )[1]
+            reason = model[prompt][n].reason if decided == "model" and prompt else decided
+        out.append(VerdictRecord(id=item.id, label=item.label, verdict=v, reason=reason or ""))
+    return out
+
+
+def _probe_inputs(
+    calls: Sequence[tuple[ProbePair, str]],
+    model: Mapping[str, Sequence[MetricResult]],
+) -> list[ItemInputs]:
+    out = []
+    for n, (pair, side) in enumerate(calls):
+        golden = as_golden(pair)
+        m = rules_match(golden, pair.variant(side).response)  # type: ignore[arg-type]
+        out.append(
+            ItemInputs(
+                id=f"{pair.id}:{side}",
+                label=pair.label,
+                rubric=is_rubric(golden),
+                match=asdict(m),
+                model={p: verdict_of(r[n]) for p, r in model.items()},
+            )
+        )
+    return out
+
+
+def _as_metric(verdict: str | None, why: str) -> MetricResult:
+    if verdict is None:
+        return MetricResult.unscored(why, gating=True)
+    return MetricResult.judged(1.0 if verdict == "yes" else 0.0, 1.0, why, gating=True)
+
+
 def run_judge_check(
     judge: str,
     *,
@@ -220,103 +321,245 @@ def run_judge_check(
     probes: str | Path | None = None,
     with_probes: bool = True,
     with_invariant: bool = True,
+    methods: Sequence[str] | None = None,
+    folds: int = DEFAULT_FOLDS,
     out_dir: str | Path | None = None,
     store: AgreementStore | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     layer: LLMLayer | None = None,
     progress_stream: Any = sys.stderr,
 ) -> JudgeCheckOutcome:
-    """Judge every labelled item (and the probes), write both files, store the results.
+    """Judge every labelled item (and the probes) under every verdict method, write the files,
+    store the results.
+
+    Each method's kappa on the project's set is cross-validated (`verdicts.cross_validated`:
+    its parameters tuned on the other folds, never on the fold it is scored on); on a
+    `--labels` file it is measured as shipped (`verdicts.DEFAULT_PARAMS`, tuned on the project's
+    set, not on this file). `judge` "offline" checks the methods that need no model.
 
     Every input is checked before the first call (JudgeCheckError, one line). `layer` is for
     tests that bring their own; by default it is the one scoring builds for `judge`."""
     if concurrency < 1:
         raise JudgeCheckError(f"--concurrency must be at least 1, got {concurrency}")
+    if folds < 2:
+        raise JudgeCheckError(f"--folds must be at least 2, got {folds}")
     try:
         label_set = load_labels(labels)
         probe_set = load_probes(probes) if with_probes else None
     except JudgeLabelError as exc:
         raise JudgeCheckError(one_line(exc)) from None
+    offline = judge.strip() in ("", "offline") and layer is None
+    chosen = _chosen_methods(methods, offline)
+    prompts = sorted({verdicts_mod.method(m).prompt for m in chosen} - {None})  # type: ignore[type-var]
     inv_set = invariant_items(label_set)
-    if not with_invariant:
+    if not with_invariant or offline:
         inv_set = LabelSet(path=inv_set.path, sha256=inv_set.sha256, items=[])
     goldens = tier2_goldens() if any(i.golden for i in label_set.items) else {}
     check_goldens(label_set, goldens, labels if labels is not None else DEFAULT_LABELS)
-    judge = check_judge_spec(judge) if layer is None else judge.strip()
+    judge = "offline" if offline else (check_judge_spec(judge) if layer is None else judge.strip())
+    external = labels is not None and label_set.sha256 != default_labels_sha256()
     out = Path(out_dir) if out_dir is not None else default_out_dir(judge)
     if out.exists() and not out.is_dir():
         raise JudgeCheckError(f"--out {out}: exists and is not a directory")
     store = store or AgreementStore()
 
-    own_layer = layer is None
-    layer = layer or scoring_judge_layer(judge)
+    probe_calls = _probe_sides(probe_set.pairs) if probe_set else []
+    own_layer = layer is None and not offline
+    layer = layer or (None if offline else scoring_judge_layer(judge))
     started = time.monotonic()
+    model: dict[str, list[MetricResult]] = {}
+    probe_model: dict[str, list[MetricResult]] = {}
+    inv_results: list[InvariantResult] = []
+    usage = None
     try:
-        role = layer.role("judge")
-        universe = None
-        if inv_set.items:
-            from eval_pipeline.tier2.load import load_universe
+        if layer is not None:
+            role = layer.role("judge")
+            universe = None
+            if inv_set.items:
+                from eval_pipeline.tier2.load import load_universe
 
-            universe = load_universe()
-        probe_calls = _probe_sides(probe_set.pairs) if probe_set else []
-        progress = _Progress(len(label_set) + len(inv_set) + len(probe_calls), progress_stream)
+                universe = load_universe()
+            n_calls = (len(label_set) + len(probe_calls)) * len(prompts) + len(inv_set)
+            progress = _Progress(n_calls, progress_stream)
 
-        def answer_call(golden: Mapping[str, Any], response: str) -> Callable[[], Any]:
-            return lambda: longmemeval_judge(role, golden, response)
+            def answer_call(prompt: str, golden: Mapping[str, Any], response: str):
+                fn = reasoned_judge if prompt == "reasoned" else longmemeval_judge
+                return lambda: fn(role, golden, response)
 
-        def invariant_call(item: LabelItem) -> Callable[[], Any]:
-            golden = {**goldens[item.golden], "input": item.question}  # type: ignore[index]
-            return lambda: invariant_judge(role, golden, item.response, universe=universe)
+            def invariant_call(item: LabelItem) -> Callable[[], Any]:
+                golden = {**goldens[item.golden], "input": item.question}  # type: ignore[index]
+                return lambda: invariant_judge(role, golden, item.response, universe=universe)
 
-        # In this order (the calls start in it): the labelled items, the probes, then the
-        # invariant judge's longer calls; an interrupted check resumes from the cache.
-        calls: list[Callable[[], Any]] = [
-            *(answer_call(as_golden(i), i.response) for i in label_set.items),
-            *(answer_call(as_golden(p), p.variant(s).response) for p, s in probe_calls),
-            *(invariant_call(i) for i in inv_set.items),
-        ]
-        results = layer.run_sync(_gathered(calls, concurrency, progress))
-        usage = layer.snapshot().to_metadata()
+            # In this order (the calls start in it): per prompt the labelled items, then the
+            # probes, then the invariant judge's longer calls; an interrupted check resumes
+            # from the cache.
+            calls: list[Callable[[], Any]] = []
+            for prompt in prompts:
+                calls += [answer_call(prompt, as_golden(i), i.response) for i in label_set.items]
+                calls += [
+                    answer_call(prompt, as_golden(p), p.variant(s).response) for p, s in probe_calls
+                ]
+            calls += [invariant_call(i) for i in inv_set.items]
+            results = layer.run_sync(_gathered(calls, concurrency, progress))
+            n_items, n_probe = len(label_set), len(probe_calls)
+            for k, prompt in enumerate(prompts):
+                base = k * (n_items + n_probe)
+                model[prompt] = results[base : base + n_items]
+                probe_model[prompt] = results[base + n_items : base + n_items + n_probe]
+            inv_results = results[len(prompts) * (n_items + n_probe) :]
+            usage = layer.snapshot().to_metadata()
     finally:
-        if own_layer:
+        if own_layer and layer is not None:
             layer.close()
     wall = time.monotonic() - started
     measured_at = datetime.now(UTC).isoformat()
 
-    n_answer, n_probe = len(label_set), len(probe_calls)
-    answer_results: list[MetricResult] = results[:n_answer]
-    probe_results: list[MetricResult] = results[n_answer : n_answer + n_probe]
-    inv_results: list[InvariantResult] = results[n_answer + n_probe :]
-
-    report = _probes(probe_set, probe_calls, probe_results) if probe_set else None
-    records = [verdict_record(i, r) for i, r in zip(label_set.items, answer_results, strict=True)]
-    answer = compute_agreement(
-        label_set,
-        records,
-        judge_model=judge,
-        prompt_hash=prompt_hash(),
-        judge_kind=ANSWER_KIND,
-        probes=report,
-        measured_at=measured_at,
+    matches = [rules_match(as_golden(i), i.response) for i in label_set.items]
+    inputs = _inputs(label_set.items, matches, model)
+    probe_inputs = _probe_inputs(probe_calls, probe_model) if probe_set else []
+    checks: list[MethodCheck] = []
+    stored: list[Path] = []
+    for name in chosen:
+        m = verdicts_mod.method(name)
+        if external:
+            held = verdicts_of(name, inputs)
+            evaluation = "as shipped: parameters tuned on the project's set, not on this file"
+            if m.tuned:
+                cv, _ = cross_validated(name, inputs, k=folds)
+                evaluation += f"; cross-validated on this file: kappa {_num(_kappa_of(inputs, cv))}"
+        elif m.tuned:
+            held, params = cross_validated(name, inputs, k=folds)
+            tuned = sorted({json.dumps({p: asdict(x)[p] for p in m.tuned}) for x in params})
+            evaluation = (
+                f"cross-validated: {folds} folds, each scored with parameters tuned on the "
+                f"others (chosen: {'; '.join(tuned)})"
+            )
+        else:
+            held = verdicts_of(name, inputs)
+            evaluation = "no tuned parameter: every item scored as is"
+        report = _method_probes(name, probe_set, probe_calls, probe_inputs) if probe_set else None
+        records = _method_records(name, label_set.items, inputs, held, model)
+        result = compute_agreement(
+            label_set,
+            records,
+            judge_model=judge if m.needs_model else "none",
+            prompt_hash=verdicts_mod.method_hash(name),
+            judge_kind=ANSWER_KIND,
+            probes=report,
+            measured_at=measured_at,
+        ).model_copy(update={"method": name, "evaluation": evaluation})
+        files = write_check(out / METHODS_SUBDIR / name, records, result)
+        stored.append(store.put(files.result))
+        checks.append(MethodCheck(name, "labels" if external else "project", files, evaluation))
+    reference = next((c for c in checks if c.method == REFERENCE_METHOD), None)
+    written = (
+        write_check(out, _read_records(reference.files), reference.files.result)
+        if reference is not None
+        else None
     )
-    written = write_check(out, records, answer)
-    stored = [store.put(written.result)]
     inv_written = None
     if inv_set.items:
-        inv_records = [
-            invariant_record(i, r) for i, r in zip(inv_set.items, inv_results, strict=True)
-        ]
-        inv = compute_agreement(
-            inv_set,
-            inv_records,
-            judge_model=judge,
-            prompt_hash=invariant_prompt_hash(),
-            judge_kind=INVARIANT_KIND,
-            measured_at=measured_at,
+        inv_written = _invariant_checks(
+            inv_set, inv_results, label_set, matches, judge, measured_at, out, store, stored
         )
-        inv_written = write_check(out / INVARIANT_SUBDIR, inv_records, inv)
-        stored.append(store.put(inv_written.result))
-    return JudgeCheckOutcome(out, written, inv_written, stored, wall, usage)
+    return JudgeCheckOutcome(out, written, inv_written, stored, wall, usage, checks)
+
+
+def _read_records(files: CheckFiles) -> list[VerdictRecord]:
+    from eval_pipeline.score.agreement import read_verdicts
+
+    return read_verdicts(files.verdicts)
+
+
+def _kappa_of(inputs: Sequence[ItemInputs], verdicts: Sequence[str | None]) -> float | None:
+    from eval_pipeline.score.agreement import cohen_kappa
+
+    pairs = [(i.label, v) for i, v in zip(inputs, verdicts, strict=True) if v is not None]
+    return cohen_kappa([a for a, _ in pairs], [b for _, b in pairs]) if pairs else None  # type: ignore[misc]
+
+
+def _chosen_methods(methods: Sequence[str] | None, offline: bool) -> list[str]:
+    names = list(methods) if methods else list(verdicts_mod.METHODS)
+    for name in names:
+        try:
+            verdicts_mod.method(name)
+        except verdicts_mod.MethodError as exc:
+            raise JudgeCheckError(f"--methods: {exc}") from None
+    if offline:
+        needing = [n for n in names if verdicts_mod.method(n).needs_model]
+        if methods and needing:
+            raise JudgeCheckError(
+                f"--methods {','.join(needing)}: needs a judge model (--judge PROVIDER:MODEL); "
+                "offline checks only the methods that need none"
+            )
+        names = [n for n in names if not verdicts_mod.method(n).needs_model]
+    return names
+
+
+def _method_probes(
+    name: str,
+    probe_set: ProbeSet,
+    calls: Sequence[tuple[ProbePair, str]],
+    inputs: Sequence[ItemInputs],
+) -> ProbeReport:
+    """The probes under one method (its shipped parameters): a and b of each pair."""
+    verdicts = verdicts_of(name, inputs)
+    results = [_as_metric(v, f"method {name}") for v in verdicts]
+    return _probes(probe_set, calls, results)
+
+
+def _invariant_checks(
+    inv_set: LabelSet,
+    results: Sequence[InvariantResult],
+    label_set: LabelSet,
+    matches: Sequence[Match | None],
+    judge: str,
+    measured_at: str,
+    out: Path,
+    store: AgreementStore,
+    stored: list[Path],
+) -> CheckFiles:
+    """The invariant judge as it is (`model`), and `rules_then_model`: an answer the rules
+    find wrong (a reference value given wrongly, nothing of it there, a refusal of an
+    answerable question) cannot pass the invariants either, whatever the model grades."""
+    by_id = {i.id: n for n, i in enumerate(label_set.items)}
+    model_records = [invariant_record(i, r) for i, r in zip(inv_set.items, results, strict=True)]
+    inv = compute_agreement(
+        inv_set,
+        model_records,
+        judge_model=judge,
+        prompt_hash=invariant_prompt_hash(),
+        judge_kind=INVARIANT_KIND,
+        measured_at=measured_at,
+    ).model_copy(update={"method": "model", "evaluation": "no tuned parameter"})
+    written = write_check(out / INVARIANT_SUBDIR, model_records, inv)
+    stored.append(store.put(written.result))
+    combined = []
+    for item, rec in zip(inv_set.items, model_records, strict=True):
+        m = matches[by_id[item.id]]
+        if m is not None and m.verdict == "no":
+            combined.append(rec.model_copy(update={"verdict": "no", "reason": f"rules: {m.rule}"}))
+        else:
+            combined.append(rec)
+    both = compute_agreement(
+        inv_set,
+        combined,
+        judge_model=judge,
+        prompt_hash=invariant_rules_hash(),
+        judge_kind=INVARIANT_KIND,
+        measured_at=measured_at,
+    ).model_copy(update={"method": "rules_then_model", "evaluation": "no tuned parameter"})
+    both_files = write_check(out / INVARIANT_SUBDIR / "rules_then_model", combined, both)
+    stored.append(store.put(both_files.result))
+    return written
+
+
+def invariant_rules_hash() -> str:
+    """The pin of the invariant judge behind the answer rules (`rules_then_model`)."""
+    import hashlib
+
+    body = {"invariant": invariant_prompt_hash(), "rules": MATCH_RULES_VERSION}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def invariant_record(item: LabelItem, result: InvariantResult) -> VerdictRecord:
@@ -340,28 +583,46 @@ def _probes(
 
 
 def summary_lines(outcome: JudgeCheckOutcome) -> list[str]:
-    """What the CLI prints: per judge kind its agreement, then the probes."""
-    out = [agreement_line(outcome.answer.result)]
+    """What the CLI prints: per verdict method its kappa with the interval and how it was
+    kept honest, then the invariant judge, then the probes of each method."""
+    out = []
+    for check in outcome.methods:
+        r = check.files.result
+        out.append(f"{check.method:<10} {_kappa_text(r)}  [{check.evaluation}]")
+    inv_dir = outcome.out_dir / INVARIANT_SUBDIR
     if outcome.invariant is not None:
         out.append(agreement_line(outcome.invariant.result))
-    probes = outcome.answer.result.probes
-    for res in probes.results.values() if probes else []:
-        if res.status != "measured":
-            out.append(f"  probe {res.probe}: not applicable ({res.note})")
-        elif res.delta is None:
-            out.append(f"  probe {res.probe}: no pair judged on both sides")
-        else:
-            ci = (
-                f" [{res.delta_low:+.2f}, {res.delta_high:+.2f}]"
-                if res.delta_low is not None
-                else ""
-            )
-            out.append(
-                f"  probe {res.probe}: yes-rate {res.a} {res.yes_rate_a:.2f} → {res.b} "
-                f"{res.yes_rate_b:.2f}, delta {res.delta:+.2f}{ci} over {res.n_judged_pairs} "
-                f"pair(s) ({res.n_unscored_pairs} unscored)"
-            )
+        both = inv_dir / "rules_then_model" / AGREEMENT_FILE
+        if both.exists():
+            out.append(agreement_line(read_agreement(both)))
+    for check in outcome.methods:
+        probes = check.files.result.probes
+        for res in probes.results.values() if probes else []:
+            out.append(f"  {check.method}: {_probe_text(res)}")
     return out
+
+
+def _kappa_text(result: AgreementResult) -> str:
+    k, a = result.kappa, result.accuracy
+    k_ci = f" [{_num(k.low)}, {_num(k.high)}]" if k.low is not None else ""
+    return (
+        f"kappa {_num(k.estimate)}{k_ci}, accuracy {_num(a.estimate)}; {result.n_judged} "
+        f"judged, {result.n_unscored} unscored of {result.n_items}"
+    )
+
+
+def _probe_text(res: Any) -> str:
+    if res.status != "measured":
+        return f"probe {res.probe}: not applicable ({res.note})"
+    if res.delta is None:
+        return f"probe {res.probe}: no pair judged on both sides"
+    ci = f" [{res.delta_low:+.2f}, {res.delta_high:+.2f}]" if res.delta_low is not None else ""
+    flag = "  BIAS" if abs(res.delta) > PROBE_BIAS_LIMIT + 1e-9 else ""
+    return (
+        f"probe {res.probe}: yes-rate {res.a} {res.yes_rate_a:.2f} → {res.b} "
+        f"{res.yes_rate_b:.2f}, delta {res.delta:+.2f}{ci} over {res.n_judged_pairs} "
+        f"pair(s) ({res.n_unscored_pairs} unscored){flag}"
+    )
 
 
 def _num(value: float | None, fmt: str = ".2f") -> str:
@@ -383,19 +644,29 @@ def agreement_line(result: AgreementResult) -> str:
 # the pin a run carries
 
 
-def judge_agreement_pins(judge: str, *, store: AgreementStore | None = None) -> dict[str, Any]:
+def judge_agreement_pins(
+    judge: str,
+    answer_prompt_hash: str | None = None,
+    *,
+    needs_model: bool = True,
+    store: AgreementStore | None = None,
+) -> dict[str, Any]:
     """What a run manifest's `pins.judge` adds for its judge: the invariant judge's prompt
-    hash, and the stored check of each prompt (`agreement_pin`: `status: none` when no check
-    exists). Offline: nothing is judged, so nothing is added.
+    hash, and the stored check of the answer verdict (`answer_prompt_hash`, default the
+    reference prompt's; a method that needs no model is checked under the model "none") and of
+    the invariant prompt (`agreement_pin`: `status: none` when no check exists). Offline with a
+    method that needs a model: nothing is judged, so nothing is added.
 
     These are records, not comparability pins: a check made between two runs must not make
     them incomparable; `compare` shows each run's and warns."""
-    if judge == "offline":
+    if judge == "offline" and needs_model:
         return {}
     root = (store or AgreementStore()).root
     inv_hash = invariant_prompt_hash()
-    return {
-        "invariant_prompt_hash": inv_hash,
-        "agreement": agreement_pin(lookup_agreement(judge, prompt_hash(), root=root)),
-        "invariant_agreement": agreement_pin(lookup_agreement(judge, inv_hash, root=root)),
-    }
+    answer_hash = answer_prompt_hash or prompt_hash()
+    checked_as = judge if needs_model else "none"
+    out = {"agreement": agreement_pin(lookup_agreement(checked_as, answer_hash, root=root))}
+    if judge != "offline":
+        out["invariant_prompt_hash"] = inv_hash
+        out["invariant_agreement"] = agreement_pin(lookup_agreement(judge, inv_hash, root=root))
+    return out

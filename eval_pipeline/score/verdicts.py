@@ -42,7 +42,7 @@ VERDICTS_VERSION = 1
 
 @dataclass(frozen=True)
 class Params:
-    threshold: float = 0.75
+    threshold: float = 0.6
     rubric_threshold: float = 0.2
     band_low: float = 0.3
     band_high: float = 0.8
@@ -76,7 +76,9 @@ METHODS: dict[str, Method] = {
             ("threshold", "rubric_threshold"),
             "deterministic rules, coverage threshold for the rest (no model)",
         ),
-        Method("hybrid", "reference", True, (), "rules for the clear cases, the model for the rest"),
+        Method(
+            "hybrid", "reference", True, (), "rules for the clear cases, the model for the rest"
+        ),
         Method(
             "cascade",
             "reference",
@@ -148,7 +150,7 @@ def rules_match(golden: Mapping[str, Any], answer: str) -> Match:
     )
 
 
-def _is_rubric(golden: Mapping[str, Any]) -> bool:
+def is_rubric(golden: Mapping[str, Any]) -> bool:
     return golden["additional_metadata"].get("question_type") == "single-session-preference"
 
 
@@ -208,12 +210,14 @@ async def judge_answer(
         return MetricResult.unscored("no answer was produced", gating=True)
     m = method(name)
     match = rules_match(golden, answer) if m.uses_rules else None
-    rubric = _is_rubric(golden)
+    rubric = is_rubric(golden)
     model: Verdict | None = None
     reason = ""
     if needs_model_call(name, match, rubric=rubric, params=params):
         if role is None or role.is_offline:
-            return MetricResult.unscored(f"unscored: method {name} needs a judge model", gating=True)
+            return MetricResult.unscored(
+                f"unscored: method {name} needs a judge model", gating=True
+            )
         call = reasoned_judge if m.prompt == "reasoned" else longmemeval_judge
         result = await call(role, golden, answer)
         if result.score is None:

@@ -131,7 +131,7 @@ def test_judge_agreement_asset_publishes_the_stored_check(home):
     AgreementStore().put(_check(judge=judge, prompt=prompt_hash()))
     result = dg.materialize(
         JUDGE_AGREEMENT_ASSETS,
-        resources={"scoring": ScoringResource(judge=ModelRole(model=judge))},
+        resources={"scoring": ScoringResource(judge=ModelRole(model=judge), verdict="reference")},
         instance=dg.DagsterInstance.ephemeral(),
     )
     assert result.success

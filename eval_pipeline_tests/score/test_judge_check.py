@@ -107,10 +107,12 @@ def test_judge_check_writes_both_files_and_they_recompute(home, tmp_path):
     out = tmp_path / "check"
     with WireServer(responder=responder) as server:
         spec = _spec(server)
-        outcome = run_judge_check(spec, out_dir=out, progress_stream=None)
+        outcome = run_judge_check(spec, methods=["reference"], out_dir=out, progress_stream=None)
         calls = server.request_count
         # the same check again: every verdict comes from the layer's cache
-        again = run_judge_check(spec, out_dir=tmp_path / "again", progress_stream=None)
+        again = run_judge_check(
+            spec, methods=["reference"], out_dir=tmp_path / "again", progress_stream=None
+        )
         retried = server.request_count - calls
 
     silent = [i for i in LABELS.items if i.hard_case == SILENT]
@@ -208,6 +210,7 @@ def test_cli_judge_check_prints_the_figures_and_the_dir(home, tmp_path, capsys):
     with WireServer(responder=responder) as server:
         code = cli.main(
             ["judge-check", "--judge", _spec(server), "--labels", str(labels), "--no-probes"]
+            + ["--methods", "reference"]
         )
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0
@@ -215,7 +218,7 @@ def test_cli_judge_check_prints_the_figures_and_the_dir(home, tmp_path, capsys):
     assert check_dir.parent == home / "judge_checks"  # default: a fresh dir under the state dir
     assert (check_dir / "verdicts.jsonl").is_file() and (check_dir / "agreement.json").is_file()
     assert not (check_dir / INVARIANT_SUBDIR).exists()  # no tier-2 item in these six
-    assert out[0].startswith("answer_judge openai_compatible:judge-model@") and "kappa" in out[0]
+    assert out[0].startswith("reference ") and "kappa" in out[0] and "as shipped" in out[0]
     result = read_agreement(check_dir / "agreement.json")
     assert result.n_items == 6 and result.probes is None
 
@@ -248,9 +251,11 @@ def test_cli_refuses_a_malformed_label_file_in_one_line(home, tmp_path, capsys, 
     assert not out_dir.exists()
 
 
-def test_cli_refuses_an_offline_judge_and_a_missing_key(home, tmp_path, capsys, monkeypatch):
-    assert cli.main(["judge-check", "--judge", "offline", "--out", str(tmp_path / "x")]) == 2
-    assert "needs a judge model" in capsys.readouterr().err
+def test_cli_refuses_a_model_method_offline_and_a_missing_key(home, tmp_path, capsys, monkeypatch):
+    args = ["judge-check", "--judge", "offline", "--methods", "match,reference"]
+    assert cli.main([*args, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--methods reference: needs a judge model" in err[0], err
     monkeypatch.delenv("OPENAI_API_KEY")
     assert cli.main(["judge-check", "--judge", "openai:gpt-4o-mini"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -262,6 +267,7 @@ def test_no_invariant_skips_that_check_but_still_validates_goldens(home, tmp_pat
     with WireServer(responder=responder) as server:
         outcome = run_judge_check(
             _spec(server),
+            methods=["reference"],
             with_probes=False,
             with_invariant=False,
             out_dir=tmp_path / "c",

@@ -223,6 +223,7 @@ def test_judge_check_runs_on_a_minimal_file(tmp_path, monkeypatch):
         outcome = run_judge_check(
             f"openai_compatible:judge-model@{server.openai_base_url}",
             labels=path,
+            methods=["reference"],
             with_probes=False,
             out_dir=tmp_path / "check",
             store=AgreementStore(tmp_path / "store"),
