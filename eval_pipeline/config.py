@@ -322,7 +322,7 @@ class ScoringConfig(Section):
     verdict: str = Field(
         default="cascade",
         description="how the built-in judge reaches its yes/no: reference (LongMemEval's "
-        "prompt) | reasoned | match (rules, no model) | hybrid | cascade (docs/judging.md)",
+        "prompt) | reasoned | match (rules, no model) | hybrid | cascade (docs/judge.md)",
         json_schema_extra=cli("--judge-verdict", "METHOD"),
     )
     tokenizer: str = Field(default="o200k_base", description="pinned tiktoken encoding")

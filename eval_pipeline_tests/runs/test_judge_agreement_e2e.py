@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from eval_pipeline.config import RunConfig
 from eval_pipeline.corpus.judge_labels import DEFAULT_LABELS
 from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
 
@@ -39,7 +40,9 @@ def test_a_checked_judge_travels_with_the_run(chain):
             "judge-check", "--judge", judge, "--labels", str(labels), "--no-probes", env=env
         )
         assert check.returncode == 0, check.stderr[-2000:]
-        agreement = json.loads((check.run_dir / "agreement.json").read_text())
+        # the run pins the check of the verdict method it judges with (the default one)
+        verdict = RunConfig().scoring.verdict
+        agreement = json.loads((check.run_dir / "methods" / verdict / "agreement.json").read_text())
         runs = [
             chain.run("--judge", judge, "--sample", "10", "--label", f"r{i}", env=env)
             for i in (1, 2)
