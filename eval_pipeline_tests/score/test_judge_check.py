@@ -176,6 +176,9 @@ def test_judge_check_writes_both_files_and_they_recompute(home, tmp_path):
     assert inv.n_items == len(INVARIANT) and inv.accuracy.estimate == 1.0
     inv_lines = (out / INVARIANT_SUBDIR / "verdicts.jsonl").read_text().splitlines()
     assert len(inv_lines) == len(INVARIANT)
+    # behind the rules: an answer they find wrong fails the invariants; never a right one
+    both = read_agreement(out / INVARIANT_SUBDIR / "rules_then_model" / "agreement.json")
+    assert both.method == "rules_then_model" and both.accuracy.estimate == 1.0
 
     # stored under the state dir, keyed by judge and prompt hash; the re-check replaced it
     store = AgreementStore()
