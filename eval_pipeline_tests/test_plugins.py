@@ -144,7 +144,15 @@ def test_the_builtin_judge_is_todays_longmemeval_judge():
     assert judge.prompt_hash() == prompt_hash()
     assert judge.unscored(True, "why") == offline_judge_results(True, "why")
     assert judge.unscored(False, "why") == offline_judge_results(False, "why")
-    assert judge.pins() == {"name": "longmemeval", "version": 1, "prompt_hash": prompt_hash()}
+    assert judge.pins() == {
+        "name": "longmemeval",
+        "version": 1,
+        "verdict": "reference",  # LongMemEval's own prompt, unless a verdict method is chosen
+        "prompt_hash": prompt_hash(),
+        "reference_prompt_hash": prompt_hash(),
+    }
+    cascade = load_judge("longmemeval", {"verdict": "cascade"})
+    assert cascade.prompt_hash() != prompt_hash() and cascade.pins()["verdict"] == "cascade"
 
 
 def test_entry_points_name_a_plugin_of_each_kind(installed: Path):
