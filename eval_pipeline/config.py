@@ -19,7 +19,7 @@ import os
 from typing import Any, Literal
 
 import dagster as dg
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from eval_pipeline.corpus.batches import MAX_BATCHES
 from eval_pipeline.corpus.sampling import SampleSpec
@@ -27,7 +27,8 @@ from eval_pipeline.corpus.upstream import HF_REVISION, UpstreamSpec, check_varia
 from eval_pipeline.llm.config import parse_provider_spec
 from eval_pipeline.llm.errors import LLMConfigError
 from eval_pipeline.llm.names import STRUCTURED_OUTPUT_MODES
-from eval_pipeline.score.verdicts import method
+from eval_pipeline.score.panel import parse_panel, split_specs
+from eval_pipeline.score.verdicts import DEFAULT_METHOD, method
 
 Tier = Literal["1", "2", "all"]
 Scope = Literal["question", "batch"]
@@ -325,6 +326,13 @@ class ScoringConfig(Section):
         "prompt) | reasoned | match (rules, no model) | hybrid | cascade (docs/judge.md)",
         json_schema_extra=cli("--judge-verdict", "METHOD"),
     )
+    judge_panel: list[str] = Field(
+        default_factory=list,
+        description="score the answers again under each of these judges: METHOD (needing "
+        "no model: match), METHOD=MODEL (reference=local:smollm2-135m-instruct) or MODEL "
+        "(--judge-verdict with it); compare calls a delta real only if every member agrees",
+        json_schema_extra=cli("--judge-panel", "A,B,..."),
+    )
     tokenizer: str = Field(default="o200k_base", description="pinned tiktoken encoding")
     gate_k: int = Field(default=10, ge=1, description="evidence recall gate: recall_all@k")
     runs_dir: str | None = Field(
@@ -338,11 +346,22 @@ class ScoringConfig(Section):
         json_schema_extra=cli("--label", "L"),
     )
 
-
     @field_validator("verdict")
     @classmethod
     def _known_verdict(cls, value: str) -> str:
         method(value)  # MethodError (a ValueError) names the known methods
+        return value
+
+    @field_validator("judge_panel", mode="before")
+    @classmethod
+    def _panel_list(cls, value: Any) -> Any:
+        return split_specs(value)  # the CLI's A,B,... ; a --config list as it is
+
+    @field_validator("judge_panel")
+    @classmethod
+    def _known_panel(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        # PanelError (a ValueError) names the member; a bare MODEL takes the run's verdict.
+        parse_panel(value, info.data.get("verdict", DEFAULT_METHOD))
         return value
 
 

@@ -22,10 +22,14 @@ from eval_pipeline.corpus.batches import MAX_BATCHES
 from eval_pipeline.corpus.errors import CorpusError
 from eval_pipeline.corpus.upstream import check_resolvable
 from eval_pipeline.graph.store import BATCH_PLACEHOLDER
-from eval_pipeline.llm import LLMConfigError, LLMError
-from eval_pipeline.llm.role_check import ModelRoleError, check_model_roles
+from eval_pipeline.llm import LLMConfigError, LLMError, LLMSettings
+from eval_pipeline.llm.config import safe_spec
+from eval_pipeline.llm.layer import LLMLayer
+from eval_pipeline.llm.role_check import ModelRoleError, check_local_role, check_model_roles
 from eval_pipeline.plugins.errors import PluginLoadError
 from eval_pipeline.reconcile.protocol import ReconcileError
+from eval_pipeline.score.panel import OPTION as PANEL_OPTION
+from eval_pipeline.score.panel import PanelError, parse_panel
 
 BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
@@ -93,6 +97,29 @@ def _failure_text(exc: BaseException) -> str:
     return " ".join(str(text or type(exc).__name__).split())
 
 
+def check_judge_panel(specs: list[str], verdict: str) -> None:
+    """Each member of `--judge-panel` as `--judge` is checked (its provider's key in the
+    environment, a local model's weights there), without calling a model."""
+    try:
+        members = parse_panel(specs, verdict)
+    except PanelError as exc:  # the config refuses these first; a caller may skip it
+        raise PreflightError(f"{PANEL_OPTION}: {exc}") from None
+    for member in members:
+        if member.model is None:
+            continue
+        try:
+            settings = LLMSettings.from_specs({"judge": member.model})
+            LLMLayer(settings).close()
+            config = settings.role("judge")
+            if config.provider == "local":
+                check_local_role(config.model)
+        except (LLMError, ValueError) as exc:
+            raise PreflightError(
+                f"{PANEL_OPTION} member {member.method}={safe_spec(member.model)}: "
+                f"{_failure_text(exc)}"
+            ) from None
+
+
 def preflight(run: RunConfig) -> None:
     """Check a chain's options as its stages will build them; one line naming the option."""
     from eval_pipeline.retrieve.protocol import RetrievalEnv
@@ -155,6 +182,7 @@ def preflight(run: RunConfig) -> None:
             raise PreflightError(
                 f"--judge {run.scoring.judge.model}: {_failure_text(exc)}"
             ) from None
+        check_judge_panel(run.scoring.judge_panel, run.scoring.verdict)
         runs_dir = run.scoring.runs_dir
         if runs_dir and os.path.exists(runs_dir) and not os.path.isdir(runs_dir):
             raise PreflightError(f"--runs-dir {runs_dir} exists and is not a directory")

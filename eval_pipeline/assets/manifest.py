@@ -19,11 +19,12 @@ from eval_pipeline import __version__, build
 from eval_pipeline.assets.batches import ONE_BATCH
 from eval_pipeline.assets.graph_lease import GRAPH_STEPS
 from eval_pipeline.assets.handoff import StageOutput
-from eval_pipeline.config import RepeatConfig, ScoringConfig
+from eval_pipeline.config import ModelRole, RepeatConfig, ScoringConfig
 from eval_pipeline.corpus.batches import BatchKey, partitioning_pin
 from eval_pipeline.corpus.convert import GOLDENS_FILE
 from eval_pipeline.llm.accounting import merge_usage
 from eval_pipeline.score.judge_check import judge_agreement_pins
+from eval_pipeline.score.panel import member_pin, parse_panel
 from eval_pipeline.score.tokens import PayloadTokenizer
 from eval_pipeline.settings import REPO_DIR
 from eval_pipeline.tier2.metrics import criteria_prompt_hash
@@ -188,6 +189,16 @@ def options_of(batches: list[StageOutput], own: dict[str, Any]) -> dict[str, Any
     return {**out, **own}
 
 
+def panel_pins(scoring: ScoringConfig) -> list[dict[str, Any]] | None:
+    """The judge panel, member by member: its method and hash, its model's role pins. Not a
+    comparability pin: compare shows the panel's band only when both runs' are equal."""
+    members = parse_panel(scoring.judge_panel, scoring.verdict)
+    return [
+        member_pin(m, build.role_pins("judge", ModelRole(model=m.model)) if m.model else None)
+        for m in members
+    ] or None
+
+
 def build_manifest(
     corpus_manifest: dict,
     batches: list[StageOutput],
@@ -198,6 +209,8 @@ def build_manifest(
     judge_usage: Any,
     started: datetime,
     ended: datetime,
+    *,
+    panel_usage: Any = None,
 ) -> dict[str, Any]:
     retrieval_pins = batches[0].facts.get("pins", {})
     memory = merged_memory(batches)
@@ -205,6 +218,7 @@ def build_manifest(
     method = build.answer_judge(scoring)
     # Judged: a judge model, or a verdict method that needs none (`match`).
     judged = not scoring.judge.offline or getattr(method, "judge_offline", None) is not None
+    panel = panel_pins(scoring)
     return {
         "pins": {
             "corpus": {
@@ -245,6 +259,7 @@ def build_manifest(
                 # version and its sampling settings (the spec alone does not name the weights).
                 "role": build.role_pins("judge", scoring.judge),
                 **({"method": method.pins()} if judged else {}),
+                **({"panel": panel} if panel else {}),
             },
             # Reader and graph-agent roles as retrieval ran them (weights sha256 for `local`).
             "llm_roles": {
@@ -263,6 +278,8 @@ def build_manifest(
             "retrieval": merge_usage([o.facts.get("llm_usage") for o in batches]),
             "reconcile": merge_usage([o.facts.get("llm_usage") if o else None for o in reconciled]),
             "judge": judge_usage,
+            # Each panel model's accounting, by model (a panel without models: none).
+            **({"judge_panel": panel_usage} if panel_usage else {}),
         },
         # Per batch: its graph instance, what it held, its questions and its runs.
         "batches": batch_provenance(batches),

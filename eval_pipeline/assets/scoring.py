@@ -30,7 +30,7 @@ from eval_pipeline.assets.resources import (
 )
 from eval_pipeline.assets.retrieval import RESULTS_FILE
 from eval_pipeline.assets.tags import CHAIN_TAG
-from eval_pipeline.config import ScoringConfig
+from eval_pipeline.config import ModelRole, ScoringConfig
 from eval_pipeline.corpus.batches import batch_keys
 from eval_pipeline.corpus.convert import GOLDENS_FILE, MANIFEST_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl
@@ -42,6 +42,7 @@ from eval_pipeline.runs.bundle import write_bundle
 from eval_pipeline.runs.calibrate import floor_key
 from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.report import write_run_report
+from eval_pipeline.score import panel
 from eval_pipeline.score.judges import judge_batch
 from eval_pipeline.score.scorer import evidence_level, retrieval_unmeasured, score_question
 from eval_pipeline.score.summary import summarize, summary_markdown
@@ -236,6 +237,7 @@ def scored_run(
         for r, j in zip(retrievals, judged, strict=True)
     ]
     rows = add_tier2_scores(rows, goldens, scoring=scoring, repeat=repeat)
+    rows, panel_usage = _judge_panel(context, scoring, repeat, goldens, retrievals, rows)
     summary = summarize(rows)
     # A provider's formation audit, as its reconcile stages recorded it.
     summary["formation_audit"] = merge_audits(
@@ -267,6 +269,7 @@ def scored_run(
         judge_usage,
         started,
         datetime.now(UTC),
+        panel_usage=panel_usage,
     )
     manifest["dagster_run_id"] = context.run.run_id
     manifest["chain"] = context.run.tags.get(CHAIN_TAG)  # the chain this run was part of
@@ -365,6 +368,45 @@ def _judge(
     finally:
         if layer is not None:
             layer.close()
+
+
+def _judge_panel(
+    context: dg.AssetExecutionContext,
+    scoring: ScoringResource,
+    repeat: RepeatResource,
+    goldens: dict[str, dict],
+    retrievals: list[QuestionRetrieval],
+    rows: list[dict],
+) -> tuple[list[dict], dict[str, Any] | None]:
+    """Rows with each panel member's verdict and coverage (`score.panel`), and each panel
+    model's usage; the rows as they are without a panel."""
+    members = panel.parse_panel(scoring.judge_panel, scoring.verdict)
+    if not members:
+        return rows, None
+    items = [
+        None if retrieval_unmeasured(r) else (goldens[r.question_id], r.answer) for r in retrievals
+    ]
+    layers: dict[str, LLMLayer] = {}
+    try:
+        for model in panel.models(members):
+            # One layer per distinct model, as the judge role; a repeat draws its own sample.
+            layer = build.llm_layer(
+                {"judge": ModelRole(model=model)}, sample_identity=repeat.sample_identity
+            )
+            if layer is not None:
+                layers[model] = layer
+        context.log.info(
+            f"judge panel: {len(items)} questions under {', '.join(m.key for m in members)}"
+        )
+        results = panel.judge_panel(
+            members, items, layers, {m: judge_concurrency(la) for m, la in layers.items()}
+        )
+        usage = {m: la.snapshot().to_metadata() for m, la in layers.items()} or None
+    finally:
+        for layer in layers.values():
+            layer.close()
+    out = [{**row, **panel.panel_fields(row, res)} for row, res in zip(rows, results, strict=True)]
+    return out, usage
 
 
 def _metadata(

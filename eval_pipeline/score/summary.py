@@ -20,7 +20,11 @@ Layout (documented in docs/scores.md):
         "efficiency": {"median_payload_tokens_covered", "median_payload_tokens_all",
                        "note"},
         "weakest_link": {metric: questions},
-        "metrics": {metric: {"mean", "n_scored", "n_unscored", "pass_rate"}}}}}
+        "metrics": {metric: {"mean", "n_scored", "n_unscored", "pass_rate"}},
+        "judge_panel": {"members": {member: {coverage, coverage_by_type,
+                        abstention_coverage, unjudged}},
+                        "split": {questions, question_ids}}   (with --judge-panel)}},
+     "judge_panel": {"members": [member], "split": {questions, question_ids}}}
 
 Answerable questions and abstention questions are aggregated apart: `coverage`, `retrieval`,
 `efficiency`, `weakest_link` and `metrics` are over the answerable ones only, `abstention` holds
@@ -38,6 +42,7 @@ from collections.abc import Iterable
 from statistics import fmean
 from typing import Any
 
+from eval_pipeline.score import panel
 from eval_pipeline.score.retrieval_metrics import (
     EXCLUDED_ABSTENTION,
     KS,
@@ -122,6 +127,7 @@ def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
     coverage_by_type = {t: _ci(v) for t, v in sorted(by_type.items())}
     type_rates = [c["rate"] for c in coverage_by_type.values() if c is not None]
     covered_tokens = [r["payload_tokens"] for r in answerable if r["covered"]]
+    panel_summary = panel.tier_summary(rows)
     return {
         "counts": {
             "questions": len(rows),
@@ -153,6 +159,8 @@ def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
         },
         "weakest_link": _weakest_links(answerable),
         "metrics": _metric_stats(answerable),
+        # Each judge-panel member's coverage and the questions it splits on (with a panel).
+        **({"judge_panel": panel_summary} if panel_summary else {}),
     }
 
 
@@ -189,10 +197,12 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     for r in rows:
         by_tier[str(r["tier"])].append(r)
     infra = infrastructure_report(rows)
+    panel_summary = panel.run_summary(rows)
     return {
         "status": "incomplete" if infra["questions"] else "complete",
         "incomplete": infra,
         "tiers": {tier: summarize_tier(rs) for tier, rs in sorted(by_tier.items())},
+        **({"judge_panel": panel_summary} if panel_summary else {}),
     }
 
 
@@ -237,6 +247,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             n = est["n_scored"] if est else 0
             out.append(f"| {qtype} | {_fmt(est['rate'] if est else None)} | {n} |")
         out.append("")
+        out.extend(panel_markdown(s.get("judge_panel")))
         out.append("| level | variant | recall_any@5 | recall_all@5 | ndcg@5 | recall_all@10 |")
         out.append("|---|---|---|---|---|---|")
         for level, variants in s["retrieval"].items():
@@ -248,3 +259,20 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                 out.append(f"| {level} | {variant} | " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out)
+
+
+def panel_markdown(tier_panel: dict[str, Any] | None) -> list[str]:
+    """A tier's judge panel: each member's coverage, and the questions it splits on."""
+    if not tier_panel:
+        return []
+    out = ["| judge panel member | coverage | n | unjudged |", "|---|---|---|---|"]
+    for key, m in tier_panel["members"].items():
+        cov = m["coverage"]
+        n = cov["n_scored"] if cov else 0
+        out.append(f"| {key} | {_fmt(cov['rate'] if cov else None)} | {n} | {m['unjudged']} |")
+    split = tier_panel["split"]
+    ids = ", ".join(split["question_ids"][:10]) + (" …" if split["questions"] > 10 else "")
+    out.append("")
+    out.append(f"panel splits on {split['questions']} question(s){': ' + ids if ids else ''}")
+    out.append("")
+    return out

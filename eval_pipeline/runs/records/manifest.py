@@ -63,6 +63,16 @@ class PartitioningPin(Part):
     version: int
 
 
+class PanelMemberPin(Part):
+    """One judge-panel member (score.panel.member_pin): what its verdicts depend on."""
+
+    member: str  # METHOD or METHOD=MODEL, the key of its verdicts in rows and summaries
+    method: str
+    method_hash: str
+    model: str | None = None  # None: a method that needs no model
+    role: dict[str, Any] | None = None  # its model's role pins (llm.config), provider-specific
+
+
 class JudgePins(Part):
     model: str  # "offline", or PROVIDER:MODEL[@BASE_URL]
     prompt_hash: str | None = None
@@ -77,6 +87,8 @@ class JudgePins(Part):
     role: dict[str, Any] | None = None
     # The answer judge (score.answer_judge): a plug-in's own pins, its fields its own.
     method: dict[str, Any] | None = None
+    # The judge panel (`--judge-panel`), absent without one; compare's band needs equal panels.
+    panel: list[PanelMemberPin] | None = None
 
 
 class GatePins(Part):
@@ -146,6 +158,7 @@ class LLMUsage(Part):
     retrieval: StageUsage = None
     reconcile: StageUsage = None
     judge: StageUsage = None
+    judge_panel: dict[str, StageUsage] | None = None  # per panel model
 
 
 class BatchGraph(GraphPins):

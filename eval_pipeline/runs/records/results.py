@@ -92,6 +92,12 @@ class ResultRow(Record):
     # claims. The judge's own detail, shaped by its prompt (pinned by its hash in the
     # manifest), so left open.
     invariant: dict[str, Any] | None = None
+    # The judge panel (score.panel), absent without one: per member its answer_judge score
+    # and the coverage the gate decides with it (null: not taken), and whether the members
+    # that judged the question disagree (null: fewer than two did).
+    judge_panel: dict[str, float | None] | None = None
+    panel_covered: dict[str, bool | None] | None = None
+    panel_split: bool | None = None
 
 
 class Hypothesis(Record):

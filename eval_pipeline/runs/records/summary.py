@@ -80,6 +80,31 @@ class Efficiency(Part):
     note: str = ""
 
 
+class PanelSplit(Part):
+    questions: int
+    question_ids: list[str] = Field(default_factory=list)
+
+
+class PanelMemberSummary(Part):
+    """One judge-panel member's coverage (score.panel.tier_summary), answerable questions
+    apart from abstention ones, as the main coverage."""
+
+    coverage: RateEstimate | None
+    coverage_by_type: dict[str, RateEstimate | None] = Field(default_factory=dict)
+    abstention_coverage: RateEstimate | None = None
+    unjudged: int = 0  # questions it gave no verdict on (null, never 0)
+
+
+class PanelTierSummary(Part):
+    members: dict[str, PanelMemberSummary]  # member key -> its coverage
+    split: PanelSplit
+
+
+class PanelRunSummary(Part):
+    members: list[str]
+    split: PanelSplit  # every tier's questions the members disagree on
+
+
 class TierSummary(Part):
     counts: Counts
     infrastructure: InfrastructureReport | None = None
@@ -96,6 +121,7 @@ class TierSummary(Part):
     panels: Tier2Panels | None = None  # tier 2 only, as are the two below
     ingestion: Ingestion | None = None
     pass_criteria: PassReport | None = None
+    judge_panel: PanelTierSummary | None = None  # with --judge-panel only
 
 
 class AuditedMemory(Part):
@@ -132,3 +158,4 @@ class Summary(Record):
     tiers: dict[str, TierSummary]  # "1", "2": tiers keyed as text
     # A memory provider's formation audit (`providers.audit`): None for graph memory.
     formation_audit: FormationAudit | None = None
+    judge_panel: PanelRunSummary | None = None  # with --judge-panel only
