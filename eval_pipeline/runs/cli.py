@@ -35,6 +35,7 @@ from eval_pipeline.runs.compare import (
     flip_line,
     formation_line,
     judge_agreement_line,
+    panel_lines,
 )
 from eval_pipeline.runs.load import BundleError, RunBundle, load_run, resolve_run
 from eval_pipeline.runs.report import write_comparison_report, write_run_report
@@ -92,6 +93,8 @@ def print_comparison(c: Comparison, report: Path) -> None:
         print("  " + flip_line(f))
     for a in c.judge_agreement:
         print(judge_agreement_line(a))
+    for line in panel_lines(c):  # the judge panel's band, when the runs were scored under one
+        print(line)
     print(f"verdict: {c.verdict} ({c.verdict_reason})")
     print(f"report: {report}")
 

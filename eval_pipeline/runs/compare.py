@@ -43,6 +43,17 @@ Verdict
 REGRESSED if any tier has a real coverage loss (even when efficiency improved); IMPROVED if
 some tier has a real gain and none a real loss; otherwise INCONCLUSIVE. Efficiency (median
 payload tokens over questions covered in BOTH runs) is reported but never decides.
+
+Judge panel
+-----------
+When both runs were scored under the same judge panel (`--judge-panel`, `score.panel`;
+the same members with the same pins), each member's coverage delta is computed per tier
+exactly as the main one (`paired_delta`: McNemar, the same floor). A real tier delta stays
+real only if under EVERY member it keeps its sign and is real too; otherwise it counts as
+not real and the verdict says it is not robust to the judge panel, naming the members. The
+band is the members' min..max delta. Questions the panel splits on (in either run) and
+flips that depend on the member are listed. Panels that differ: no band, and why; never a
+refusal (the panel is not a comparability pin).
 """
 
 from __future__ import annotations
@@ -205,6 +216,50 @@ class JudgeAgreement(BaseModel):
         return self.check.get("kappa")
 
 
+class PanelMemberDelta(BaseModel):
+    """One panel member's coverage delta for a tier, and whether it holds the main one."""
+
+    member: str
+    delta: PairedDelta
+    holds: bool | None  # same sign and real; None when the main delta is not real
+    why: str | None = None  # why it does not hold
+
+
+class PanelBand(BaseModel):
+    tier: str
+    main_delta_pp: float | None
+    main_classification: Classification
+    low_pp: float | None  # the members' smallest delta (None: none scored in both)
+    high_pp: float | None
+    members: list[PanelMemberDelta]
+
+    @property
+    def robust(self) -> bool | None:
+        """The main delta is real and every member holds it; None: the main is not real."""
+        if self.main_classification != REAL:
+            return None
+        return all(m.holds for m in self.members)
+
+
+class PanelFlip(BaseModel):
+    """A question whose flip between the runs depends on the panel member."""
+
+    question_id: str
+    tier: str
+    abstention: bool
+    by_member: dict[str, Literal["lost", "gained", "same"] | None]  # None: unscored in one
+
+
+class PanelComparison(BaseModel):
+    members: list[str]
+    band: bool  # the runs share their panel, so its band is shown
+    reason: str | None = None  # why there is no band
+    tiers: list[PanelBand] = []
+    split_base: list[str] = []  # questions the panel splits on, per run
+    split_candidate: list[str] = []
+    member_dependent_flips: list[PanelFlip] = []
+
+
 class RunRef(BaseModel):
     name: str
     path: str
@@ -234,6 +289,10 @@ class Comparison(BaseModel):
     # `judge_agreement`), and what a reader should be warned about.
     judge_agreement: list[JudgeAgreement] = []
     judge_warnings: list[str] = []
+    # The judge panel both runs were scored under, if any (`panel_comparison`), and the
+    # verdict the main judge alone gave, when the panel changed it.
+    judge_panel: PanelComparison | None = None
+    verdict_without_panel: Verdict | None = None
 
     @property
     def lost(self) -> list[Flip]:
@@ -482,6 +541,9 @@ def compare(
         flipped.extend(flips(pairs))
 
     verdict, reason = decide(tiers, calibrated=calibrated)
+    panel = panel_comparison(base, candidate, by_tier, tiers, floor, calibrated)
+    robust_verdict, reason = panel_verdict(tiers, panel, calibrated, verdict, reason)
+    unpanelled, verdict = verdict, robust_verdict
     agreement = judge_agreement(base, candidate)
     changes = [
         {"pin": d.name, "base": d.left, "candidate": d.right}
@@ -510,7 +572,222 @@ def compare(
         verdict_reason=reason,
         judge_agreement=agreement,
         judge_warnings=[f"{a.kind}: {w}" for a in agreement for w in a.warnings],
+        judge_panel=panel,
+        verdict_without_panel=unpanelled if unpanelled != verdict else None,
     )
+
+
+# --- the judge panel ------------------------------------------------------------------------
+
+
+def _panel_pins(run: RunBundle) -> list[dict[str, Any]] | None:
+    judge = run.pins.get("judge") if isinstance(run.pins.get("judge"), dict) else {}
+    panel = judge.get("panel")
+    return panel if isinstance(panel, list) and panel else None
+
+
+def _keys(pins: list[dict[str, Any]] | None) -> list[str]:
+    return [str(p.get("member")) for p in pins or []]
+
+
+def _panel_difference(
+    base: list[dict[str, Any]] | None, candidate: list[dict[str, Any]] | None
+) -> str | None:
+    """Why the two runs' panels cannot give a band (None: they are the same panel)."""
+    if base is None or candidate is None:
+        who = "base" if base is None else "candidate"
+        return f"the {who} was scored without a judge panel"
+    if _keys(base) != _keys(candidate):
+        return (
+            f"the panels differ: base {', '.join(_keys(base))}; candidate "
+            f"{', '.join(_keys(candidate))}"
+        )
+    for b, c in zip(base, candidate, strict=True):
+        if b != c:
+            what = "method" if b.get("method_hash") != c.get("method_hash") else "model"
+            return f"member {b.get('member')} is pinned differently in the two runs ({what})"
+    return None
+
+
+def _member_covered(row: ResultRow, key: str) -> bool | None:
+    return ((row.model_extra or {}).get("panel_covered") or {}).get(key)
+
+
+def _as_member(row: ResultRow, key: str) -> ResultRow:
+    """The row as if `key` had been the main judge: its coverage is the member's."""
+    return row.model_copy(update={"covered": _member_covered(row, key)})
+
+
+def _direction(b: bool | None, c: bool | None) -> Literal["lost", "gained", "same"] | None:
+    if b is None or c is None:
+        return None
+    return "same" if b == c else "lost" if b else "gained"
+
+
+def _sign(value: float | None) -> int:
+    return 0 if not value else (1 if value > 0 else -1)
+
+
+def _holds(main: PairedDelta, member: PairedDelta) -> tuple[bool | None, str | None]:
+    if main.classification != REAL:
+        return None, None
+    problems = []
+    if _sign(member.delta_pp) != _sign(main.delta_pp):
+        problems.append("opposite sign" if _sign(member.delta_pp) else "no change")
+    if member.classification != REAL:
+        problems.append(member.classification)
+    if not problems:
+        return True, None
+    return False, f"{_pp(member.delta_pp)} ({', '.join(problems)})"
+
+
+def panel_comparison(
+    base: RunBundle,
+    candidate: RunBundle,
+    by_tier: dict[str, list[tuple[ResultRow, ResultRow]]],
+    tiers: Sequence[PairedDelta],
+    floor: Any,
+    calibrated: bool,
+) -> PanelComparison | None:
+    """Each member's paired coverage delta per tier (the main delta's test and floor), the
+    band, the split questions and the member-dependent flips; None when neither run had a
+    panel."""
+    pins_b, pins_c = _panel_pins(base), _panel_pins(candidate)
+    if pins_b is None and pins_c is None:
+        return None
+    members = _keys(pins_c or pins_b)
+    why = _panel_difference(pins_b, pins_c)
+    split_b = [r.question_id for r in base.rows if (r.model_extra or {}).get("panel_split")]
+    split_c = [r.question_id for r in candidate.rows if (r.model_extra or {}).get("panel_split")]
+    if why is not None:
+        return PanelComparison(
+            members=members,
+            band=False,
+            reason=why,
+            split_base=split_b,
+            split_candidate=split_c,
+        )
+    bands = []
+    for main in tiers:
+        answerable = [p for p in by_tier[main.tier] if not p[0].abstention]
+        deltas = []
+        for key in members:
+            pairs = [(_as_member(b, key), _as_member(c, key)) for b, c in answerable]
+            d = paired_delta(main.tier, None, "coverage", pairs, floor(main.tier), calibrated)
+            holds, reason = _holds(main, d)
+            deltas.append(PanelMemberDelta(member=key, delta=d, holds=holds, why=reason))
+        values = [m.delta.delta_pp for m in deltas if m.delta.delta_pp is not None]
+        bands.append(
+            PanelBand(
+                tier=main.tier,
+                main_delta_pp=main.delta_pp,
+                main_classification=main.classification,
+                low_pp=min(values) if values else None,
+                high_pp=max(values) if values else None,
+                members=deltas,
+            )
+        )
+    flips_by_member = []
+    for tier in base.tiers():
+        for b, c in by_tier[tier]:
+            directions = {
+                key: _direction(_member_covered(b, key), _member_covered(c, key)) for key in members
+            }
+            if len({d for d in directions.values() if d is not None}) > 1:
+                flips_by_member.append(
+                    PanelFlip(
+                        question_id=b.question_id,
+                        tier=tier,
+                        abstention=b.abstention,
+                        by_member=directions,
+                    )
+                )
+    return PanelComparison(
+        members=members,
+        band=True,
+        tiers=bands,
+        split_base=split_b,
+        split_candidate=split_c,
+        member_dependent_flips=flips_by_member,
+    )
+
+
+def panel_verdict(
+    tiers: Sequence[PairedDelta],
+    panel: PanelComparison | None,
+    calibrated: bool,
+    verdict: Verdict,
+    reason: str,
+) -> tuple[Verdict, str]:
+    """The verdict with every real tier delta the panel does not hold counted as not real
+    (`decide` again), and a reason naming the members that do not hold it."""
+    if panel is None or not panel.band:
+        return verdict, reason
+    fragile = {b.tier: b for b in panel.tiers if b.robust is False}
+    robust = [b for b in panel.tiers if b.robust]
+    if not fragile:
+        if robust:
+            reason += f"; robust to the judge panel ({len(panel.members)} members agree)"
+        return verdict, reason
+    kept = [
+        t.model_copy(update={"classification": NOT_REAL}) if t.tier in fragile else t for t in tiers
+    ]
+    new_verdict, new_reason = decide(kept, calibrated)
+    notes = []
+    for b in fragile.values():
+        failing = ", ".join(f"{m.member} {m.why}" for m in b.members if m.holds is False)
+        notes.append(
+            f"tier {b.tier} {_pp(b.main_delta_pp)} is not robust to the judge panel: {failing}"
+        )
+    head = f"{verdict} downgraded: " if new_verdict != verdict else ""
+    return new_verdict, f"{head}{'; '.join(notes)}; {new_reason}"
+
+
+def _ids(ids: Sequence[str], limit: int = 10) -> str:
+    more = f", … {len(ids) - limit} more" if len(ids) > limit else ""
+    return ", ".join(ids[:limit]) + more
+
+
+def panel_lines(c: Comparison) -> list[str]:
+    """The judge panel for the CLI: per tier the band and each member's delta, the split
+    questions, the flips that depend on the member; or why there is no band."""
+    p = c.judge_panel
+    if p is None:
+        return []
+    out = [f"judge panel ({len(p.members)} members: {', '.join(p.members)}):"]
+    if not p.band:
+        out.append(f"  no band: {p.reason}")
+    for b in p.tiers:
+        band = (
+            "nothing scored in both" if b.low_pp is None else f"{_pp(b.low_pp)} .. {_pp(b.high_pp)}"
+        )
+        robust = {True: "robust", False: "NOT ROBUST", None: "main delta not real"}[b.robust]
+        out.append(
+            f"  tier {b.tier} sensitivity band {band} (main {_pp(b.main_delta_pp)}, "
+            f"{b.main_classification}; {robust})"
+        )
+        for m in b.members:
+            d = m.delta
+            out.append(
+                f"    {m.member}: {_pct(d.base_rate)} → {_pct(d.candidate_rate)} "
+                f"({_pp(d.delta_pp)}, {d.pairs} paired); McNemar b={d.b} c={d.c} "
+                f"p={d.p_value:.3g} → {d.classification}"
+                + ("" if m.holds is not False else f"; does not hold: {m.why}")
+            )
+    out.append(
+        f"  panel splits on: base {len(p.split_base)}"
+        + (f" ({_ids(p.split_base)})" if p.split_base else "")
+        + f", candidate {len(p.split_candidate)}"
+        + (f" ({_ids(p.split_candidate)})" if p.split_candidate else "")
+    )
+    if p.band:
+        out.append(f"  flips that depend on the member ({len(p.member_dependent_flips)}):")
+        for f in p.member_dependent_flips[:20]:
+            by = ", ".join(f"{k} {v or 'unscored'}" for k, v in f.by_member.items())
+            out.append(f"    {f.question_id} (tier {f.tier}): {by}")
+        if len(p.member_dependent_flips) > 20:
+            out.append(f"    … {len(p.member_dependent_flips) - 20} more")
+    return out
 
 
 _PROMPTS = (
@@ -645,4 +922,6 @@ def comparison_markdown(c: Comparison) -> str:
             f"| {label} | {_pct(d.base_rate)} | {_pct(d.candidate_rate)} | {_pp(d.delta_pp)} "
             f"| {d.p_value:.3g} | {floor} | {d.classification} |"
         )
+    if c.judge_panel is not None:
+        out += ["", "```", *panel_lines(c), "```"]
     return "\n".join(out)

@@ -37,7 +37,7 @@ from typing import Any
 from eval_pipeline.corpus.jsonl import read_jsonl, staged_outputs
 from eval_pipeline.corpus.upstream import file_sha256
 from eval_pipeline.runs.bundle import BUNDLE_FILES
-from eval_pipeline.runs.compare import Comparison, Efficiency, PairedDelta
+from eval_pipeline.runs.compare import Comparison, Efficiency, PairedDelta, PanelComparison
 from eval_pipeline.runs.load import BundleError, ResultRow, RunBundle, load_run
 from eval_pipeline.runs.svg import (
     DeltaBar,
@@ -1020,6 +1020,57 @@ def _questions_section(run: RunBundle, judgeless: bool) -> str:
     return "\n".join(out)
 
 
+def _run_panel_section(run: RunBundle) -> str:
+    """The judge panel a run was scored under: each member's coverage per tier beside the
+    main judge's, and the questions the members split on."""
+    panel = run.summary.get("judge_panel")
+    if not panel:
+        return ""
+    pins = {
+        p.get("member"): p
+        for p in ((run.pins.get("judge") or {}).get("panel") or [])
+        if isinstance(p, dict)
+    }
+    out = [
+        "<h2>Judge panel</h2>",
+        '<p class="muted">The same answers judged by each member (<code>--judge-panel</code>); '
+        "coverage decided by the gate with that member's verdict in place of the main "
+        "judge's. <code>compare</code> calls a delta real only if every member agrees.</p>",
+    ]
+    for tier, s in (run.summary.get("tiers") or {}).items():
+        tp = s.get("judge_panel")
+        if not tp:
+            continue
+        main = s.get("coverage")
+        rows = [["main judge", pct(main["rate"] if main else None), "", ""]]
+        for key, m in tp["members"].items():
+            cov = m.get("coverage")
+            rows.append(
+                [
+                    _e(key),
+                    pct(cov["rate"] if cov else None),
+                    num(m.get("unjudged")),
+                    _e(str((pins.get(key) or {}).get("method_hash", ""))[:12]),
+                ]
+            )
+        out.append(f"<h3>Tier {_e(tier)}</h3>")
+        out.append(
+            table(
+                ["judge", ("coverage", HIGHER), "unjudged", "method hash"],
+                rows,
+                numeric=(1, 2),
+            )
+        )
+        split = tp.get("split") or {}
+        ids = split.get("question_ids") or []
+        out.append(
+            f"<p>The panel splits on {len(ids)} question(s)"
+            + (": " + ", ".join(f"<code>{_e(i)}</code>" for i in ids) if ids else "")
+            + ".</p>"
+        )
+    return "\n".join(out)
+
+
 def render_run_report(run: RunBundle) -> str:
     m = run.manifest
     judgeless = no_judge(run)
@@ -1058,6 +1109,7 @@ def render_run_report(run: RunBundle) -> str:
         [
             *header,
             *tiers,
+            _run_panel_section(run),
             '<div id="questions"></div>' + _questions_section(run, judgeless),
             _stage_section(m),
             _llm_section(m),
@@ -1152,6 +1204,87 @@ def _efficiency_delta_pct(e: Efficiency) -> str:
     return dash("base median is 0")
 
 
+def _pp_cell(value: float | None, missing: str = "nothing scored in both") -> str:
+    return dash(missing) if value is None else f"{value:+.1f} pp"
+
+
+def _comparison_panel_section(p: PanelComparison | None) -> str:
+    """The judge panel's sensitivity band per tier, each member's delta, the questions it
+    splits on and the flips that depend on the member; or why there is no band."""
+    if p is None:
+        return ""
+    out = [
+        "<h2>Judge panel: sensitivity band</h2>",
+        f"<p>Members: {', '.join(f'<code>{_e(m)}</code>' for m in p.members)}. A real delta "
+        "stays real only if under every member it keeps its sign and is real too.</p>",
+    ]
+    if not p.band:
+        out.append(f'<p class="warn">No band: {_e(p.reason)}.</p>')
+    for b in p.tiers:
+        robust = {True: "robust", False: "NOT ROBUST", None: "main delta not real"}[b.robust]
+        band = (
+            dash("nothing scored in both")
+            if b.low_pp is None
+            else f"{b.low_pp:+.1f} pp .. {b.high_pp:+.1f} pp"
+        )
+        out.append(
+            f"<h3>Tier {_e(b.tier)}: band {band} (main {_pp_cell(b.main_delta_pp)}, "
+            f"{_e(b.main_classification)}; {robust})</h3>"
+        )
+        out.append(
+            table(
+                [
+                    "member",
+                    ("base coverage", HIGHER),
+                    ("candidate coverage", HIGHER),
+                    ("delta", "positive is better"),
+                    "paired",
+                    "discordant",
+                    "McNemar p",
+                    "classification",
+                    "holds the main delta",
+                ],
+                (
+                    [
+                        _e(m.member),
+                        pct(m.delta.base_rate, "nothing scored in both"),
+                        pct(m.delta.candidate_rate, "nothing scored in both"),
+                        _pp_cell(m.delta.delta_pp),
+                        str(m.delta.pairs),
+                        f"b={m.delta.b}, c={m.delta.c}",
+                        f"{m.delta.p_value:.3g}",
+                        _e(m.delta.classification),
+                        {True: "yes", None: "–"}.get(m.holds, f"no: {_e(m.why)}"),
+                    ]
+                    for m in b.members
+                ),
+                numeric=(1, 2, 3, 4, 6),
+            )
+        )
+    for who, ids in (("base", p.split_base), ("candidate", p.split_candidate)):
+        out.append(
+            f"<p>The panel splits on {len(ids)} question(s) in the {who}"
+            + (": " + ", ".join(f"<code>{_e(i)}</code>" for i in ids) if ids else "")
+            + ".</p>"
+        )
+    if p.band:
+        out.append(f"<h3>Flips that depend on the member ({len(p.member_dependent_flips)})</h3>")
+        out.append(
+            table(
+                ["question", "tier", *(_e(m) for m in p.members)],
+                (
+                    [
+                        _e(f.question_id),
+                        _e(f.tier),
+                        *(_e(f.by_member.get(m) or "unscored") for m in p.members),
+                    ]
+                    for f in p.member_dependent_flips
+                ),
+            )
+        )
+    return "\n".join(out)
+
+
 def render_comparison_report(c: Comparison) -> str:
     out = [
         f"<h1>Comparison: {_e(c.base.name)} → {_e(c.candidate.name)}</h1>",
@@ -1205,6 +1338,12 @@ def render_comparison_report(c: Comparison) -> str:
     else:
         out.append(no_chart(title, "no question was scored in both runs"))
     out.append(table(DELTA_HEADERS, _delta_rows(c.tiers), numeric=(1, 2, 3, 4, 5, 7, 8)))
+    if c.verdict_without_panel is not None:
+        out.append(
+            f'<p class="warn">Without the judge panel the verdict would be '
+            f"{_e(c.verdict_without_panel)}.</p>"
+        )
+    out.append(_comparison_panel_section(c.judge_panel))
     # Coverage is decided by the judge: how far to trust it, next to the deltas.
     if c.judge_agreement:
         out.append("<h2>Judge agreement</h2>")
