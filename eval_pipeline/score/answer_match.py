@@ -48,6 +48,22 @@ _UNITS = {
     "fortnight": ("time", 14.0),
     "month": ("month", 1.0),
     "year": ("month", 12.0),
+    # Measures: a value in another unit is another value ("12 km" is not "12 miles").
+    "km": ("length", 1000.0),
+    "kilometre": ("length", 1000.0),
+    "kilometer": ("length", 1000.0),
+    "mile": ("length", 1609.344),
+    "metre": ("length", 1.0),
+    "meter": ("length", 1.0),
+    "kg": ("mass", 1000.0),
+    "kilogram": ("mass", 1000.0),
+    "kilo": ("mass", 1000.0),
+    "gram": ("mass", 1.0),
+    "lb": ("mass", 453.592),
+    "pound": ("mass", 453.592),
+    "litre": ("volume", 1.0),
+    "liter": ("volume", 1.0),
+    "gallon": ("volume", 3.785),
 }
 # The counts the temporal rule forgives off by one (judges.TYPE_RULES["temporal-reasoning"]).
 _OFF_BY_ONE_UNITS = {"day", "week", "month"}
@@ -133,6 +149,13 @@ _CORRECTION = re.compile(
     r"before\s+(?:that|it)|but\s+(?:then|later|now|it|that|the|you|i|we|actually))",
     re.IGNORECASE,
 )
+# A revision: what follows it is the answer the response settles on.
+_REVISION = re.compile(
+    r"\b(?:actually|instead|in\s+the\s+end|ended\s+up|eventually|finally|turned\s+out|"
+    r"in\s+fact|correction|correct(?:ed|ing)\s+(?:that|myself)|scratch\s+that|wait|"
+    r"rather|but\s+no\b|but\s+the\s+(?:real|right|correct|one)|the\s+real)",
+    re.IGNORECASE,
+)
 # A negation, except the hedges that leave the answer standing ("not sure", "not 100%").
 _NEGATION = re.compile(
     r"\b(?:not|never|isn't|wasn't|aren't|weren't|didn't|doesn't|don't|no)\b"
@@ -175,9 +198,26 @@ def normalise(text: str) -> str:
     )
     text = re.sub(r"\b(\d+)\s+(?:dollars?|euros?|pounds?)\s+and\s+(\d{1,2})\s+cents?\b",
                   lambda m: f"{m[1]}.{int(m[2]):02d}", text)  # fmt: skip
+    text = re.sub(r"\b(quarter|half)\s+(past|to)\s+([a-z]+|\d{1,2})\b", _clock_words, text)
+    text = re.sub(r"\bnoon\b|\bmidday\b", "12:00", text)
+    text = re.sub(r"\bmidnight\b", "0:00", text)
+    text = re.sub(r"\b(\d{1,2})\s+o'?clock\b", r"\1:00", text)
+    text = re.sub(r"\b(\d{1,2}(?::\d{2})?)\s*a\.m\.", r"\1 am", text)
+    text = re.sub(r"\b(\d{1,2}(?::\d{2})?)\s*p\.m\.", r"\1 pm", text)
     text = re.sub(r"\b(\d{1,2}(?::\d{2})?)\s+in\s+the\s+morning\b", r"\1 am", text)
     text = re.sub(r"\b(\d{1,2}(?::\d{2})?)\s+in\s+the\s+(?:afternoon|evening)\b", r"\1 pm", text)
     return text
+
+
+def _clock_words(m: re.Match) -> str:
+    """ "quarter past eight" -> "8:15" (an hour word or digits; else left as written)."""
+    hour = int(m[3]) if m[3].isdigit() else _SMALL.get(m[3])
+    if hour is None or not 1 <= hour <= 12:
+        return m[0]
+    minutes = 15 if m[1] == "quarter" else 30
+    if m[2] == "to":
+        hour, minutes = (hour - 1) or 12, 60 - minutes
+    return f"{hour}:{minutes:02d}"
 
 
 def _scaled(number: str, factor: int) -> str:
@@ -424,7 +464,16 @@ def decide(
     if cov == 0.0:
         return Match("no", "nothing of the reference in the response", cov, refused)
     if cov < 1.0:
+        if _list_part_missing(reference, response, question_words):
+            return Match("no", "an item of the reference's list is missing", cov, refused)
         return Match(None, "reference partly there: needs reading", cov, refused)
+    revisions = list(_REVISION.finditer(resp))
+    if revisions:
+        tail = resp[revisions[-1].end() :]
+        if _coverage(words, [any(_same(r, g, off_by_one=off_by_one) for g in quantities(tail))
+                             for r in ref_values], tail) == 0.0:  # fmt: skip
+            # Named, then revised away: the answer settled on is another one.
+            return Match("no", "reference set aside by a revision", cov, refused)
     if _CORRECTION.search(resp) or _negated(resp, words, ref_values):
         return Match(None, "reference there beside a correction or negation", cov, refused)
     extra = [g for g in got_values if not any(_same(r, g, off_by_one=off_by_one)
@@ -432,6 +481,26 @@ def decide(
     if ref_values and any(_comparable(r, g) for r in ref_values for g in extra):
         return Match(None, "reference value beside other values of its kind", cov, refused)
     return Match("yes", "every reference value and word in the response", cov, refused)
+
+
+def _list_part_missing(reference: str, response: str, question_words: set[str]) -> bool:
+    """A short reference that lists items ("A, B and C") with one item wholly absent from
+    the response while another is there: a partial answer, which the protocol calls a no."""
+    if len(_WORD.findall(normalise(reference))) > 12:
+        return False
+    parts = [p for p in re.split(r",|;|\band\b|&", normalise(reference)) if p.strip()]
+    if len(parts) < 2:
+        return False
+    have = _words_in(response)
+    found = []
+    for part in parts:
+        words = content_words(part) - question_words
+        values = quantities(part)
+        if not words and not values:
+            return False  # a part with nothing to look for: not a list of answers
+        got = [any(_same(v, g, off_by_one=False) for g in quantities(response)) for v in values]
+        found.append(any(_found(w, have) for w in words) or any(got))
+    return any(found) and not all(found)
 
 
 def _comparable(ref: Quantity, got: Quantity) -> bool:

@@ -74,17 +74,22 @@ def test_refusals_abstention_and_guesses():
 
 
 def test_corrections_rubrics_and_partial_answers_are_left_to_reading():
-    assert verdict("Maple", "You considered maple, but in the end you chose oak.") is None
+    # named, then revised away: a no; revised towards it: left to reading
+    assert verdict("Maple", "You considered maple, but in the end you chose oak.") == "no"
+    assert verdict("Maple", "Oak, I said first; actually it was maple.") is None
     assert verdict("Maple", "Not maple: it was oak.") is None
     rubric = "The user would prefer suggestions that use their sourdough hobby."
     assert verdict(rubric, "Try a sourdough focaccia.", qtype="single-session-preference") is None
-    assert verdict("Red and blue", "The first one was red.") is None
+    assert verdict("Red and blue", "The first one was red.") == "no"  # a listed item missing
+    assert verdict("Sage green", "It was a green one.") is None
 
 
 def test_quantities_reads_each_value_once():
     kinds = [(q.kind, q.value) for q in quantities("On March 3rd, 2024 at 5 pm I ran 10 km")]
     assert ("date", (2024, 3, 3)) in kinds and ("clock", 17 * 60.0) in kinds
-    assert ("number", 10.0) in kinds and len(kinds) == 3
+    assert ("length", 10000.0) in kinds and len(kinds) == 3  # 10 km, in metres
+    assert verdict("12 km", "12 miles") == "no"  # another unit is another value
+    assert verdict("8:15 am", "A quarter past eight.") == "yes"
 
 
 def _inputs(rows):
@@ -154,8 +159,8 @@ def test_a_model_free_method_judges_without_a_model_and_a_model_method_is_unscor
     }
     got = asyncio.run(judge_answer("match", None, golden, "You moved to Lisbon."))
     assert got.score == 1.0 and got.gating
-    golden = {**golden, "expected_output": "Lisbon, then Porto"}
-    undecided = "You moved to Lisbon first."
+    golden = {**golden, "expected_output": "Sage green"}
+    undecided = "It was a green one."
     none = asyncio.run(judge_answer("hybrid", None, golden, undecided))
     assert none.score is None and "needs a judge model" in none.reason
     assert asyncio.run(judge_answer("match", None, golden, None)).score is None
