@@ -104,6 +104,7 @@ INVARIANT_KIND = "invariant_judge"
 DEFAULT_CONCURRENCY = 4
 DEFAULT_FOLDS = 5
 METHODS_SUBDIR = "methods"
+RTM = "rules_then_model"  # the invariant judge behind the answer rules
 
 
 class JudgeCheckError(ValueError):
@@ -524,16 +525,6 @@ def _invariant_checks(
     answerable question) cannot pass the invariants either, whatever the model grades."""
     by_id = {i.id: n for n, i in enumerate(label_set.items)}
     model_records = [invariant_record(i, r) for i, r in zip(inv_set.items, results, strict=True)]
-    inv = compute_agreement(
-        inv_set,
-        model_records,
-        judge_model=judge,
-        prompt_hash=invariant_prompt_hash(),
-        judge_kind=INVARIANT_KIND,
-        measured_at=measured_at,
-    ).model_copy(update={"method": "model", "evaluation": "no tuned parameter"})
-    written = write_check(out / INVARIANT_SUBDIR, model_records, inv)
-    stored.append(store.put(written.result))
     combined = []
     for item, rec in zip(inv_set.items, model_records, strict=True):
         m = matches[by_id[item.id]]
@@ -541,17 +532,22 @@ def _invariant_checks(
             combined.append(rec.model_copy(update={"verdict": "no", "reason": f"rules: {m.rule}"}))
         else:
             combined.append(rec)
-    both = compute_agreement(
-        inv_set,
-        combined,
-        judge_model=judge,
-        prompt_hash=invariant_rules_hash(),
-        judge_kind=INVARIANT_KIND,
-        measured_at=measured_at,
-    ).model_copy(update={"method": "rules_then_model", "evaluation": "no tuned parameter"})
-    both_files = write_check(out / INVARIANT_SUBDIR / "rules_then_model", combined, both)
-    stored.append(store.put(both_files.result))
-    return written
+    written = []
+    for method, records, digest, where in (
+        ("model", model_records, invariant_prompt_hash(), out / INVARIANT_SUBDIR),
+        ("rules_then_model", combined, invariant_rules_hash(), out / INVARIANT_SUBDIR / RTM),
+    ):
+        result = compute_agreement(
+            inv_set,
+            records,
+            judge_model=judge,
+            prompt_hash=digest,
+            judge_kind=INVARIANT_KIND,
+            measured_at=measured_at,
+        ).model_copy(update={"method": method, "evaluation": "no tuned parameter"})
+        written.append(write_check(where, records, result))
+        stored.append(store.put(written[-1].result))
+    return written[0]
 
 
 def invariant_rules_hash() -> str:
@@ -592,7 +588,7 @@ def summary_lines(outcome: JudgeCheckOutcome) -> list[str]:
     inv_dir = outcome.out_dir / INVARIANT_SUBDIR
     if outcome.invariant is not None:
         out.append(agreement_line(outcome.invariant.result))
-        both = inv_dir / "rules_then_model" / AGREEMENT_FILE
+        both = inv_dir / RTM / AGREEMENT_FILE
         if both.exists():
             out.append(agreement_line(read_agreement(both)))
     for check in outcome.methods:

@@ -127,49 +127,45 @@ def reasoned_prompt_hash() -> str:
 async def longmemeval_judge(
     judge: RoleClient, golden: Mapping[str, Any], answer: str | None
 ) -> MetricResult:
-    meta = golden["additional_metadata"]
-    if answer is None:
-        return MetricResult.unscored("no answer was produced", gating=True)
-    user = _user_message(golden, answer)
-    try:
-        verdict = await judge.complete_structured(
-            user,
-            JudgeVerdict,
-            system=judge_instruction(
-                meta["question_type"], bool(meta["abstention"]), int(meta.get("tier", 1))
-            ),
-        )
-    except LLMError as exc:
-        return MetricResult.unscored("judge failed", gating=True, error=str(exc))
-    score = 1.0 if verdict.verdict == "yes" else 0.0
-    return MetricResult.judged(score, 1.0, verdict.reason or verdict.verdict, gating=True)
-
-
-def _user_message(golden: Mapping[str, Any], answer: str) -> str:
-    return (
-        f"Question: {golden['input']}\n\nCorrect answer: {golden['expected_output']}\n\n"
-        f"Assistant's response: {answer}"
-    )
+    """LongMemEval's protocol: the per-type instruction, the verdict then its reason."""
+    return await _model_verdict(judge, golden, answer, JudgeVerdict)
 
 
 async def reasoned_judge(
     judge: RoleClient, golden: Mapping[str, Any], answer: str | None
 ) -> MetricResult:
     """The `reasoned` prompt: LongMemEval's rules, reasoning before the verdict."""
+    return await _model_verdict(judge, golden, answer, ReasonedVerdict)
+
+
+_VERDICT_LINE = " Reply with verdict 'yes' or 'no' and a one-sentence reason."
+
+
+async def _model_verdict(
+    judge: RoleClient,
+    golden: Mapping[str, Any],
+    answer: str | None,
+    schema: type[JudgeVerdict] | type[ReasonedVerdict],
+) -> MetricResult:
     meta = golden["additional_metadata"]
     if answer is None:
         return MetricResult.unscored("no answer was produced", gating=True)
     system = judge_instruction(
         meta["question_type"], bool(meta["abstention"]), int(meta.get("tier", 1))
-    ).replace(" Reply with verdict 'yes' or 'no' and a one-sentence reason.", REASONED_SUFFIX)
+    )
+    if schema is ReasonedVerdict:
+        system = system.replace(_VERDICT_LINE, REASONED_SUFFIX)
+    user = (
+        f"Question: {golden['input']}\n\nCorrect answer: {golden['expected_output']}\n\n"
+        f"Assistant's response: {answer}"
+    )
     try:
-        verdict = await judge.complete_structured(
-            _user_message(golden, answer), ReasonedVerdict, system=system
-        )
+        verdict = await judge.complete_structured(user, schema, system=system)
     except LLMError as exc:
         return MetricResult.unscored("judge failed", gating=True, error=str(exc))
     score = 1.0 if verdict.verdict == "yes" else 0.0
-    return MetricResult.judged(score, 1.0, verdict.reasoning or verdict.verdict, gating=True)
+    why = verdict.reasoning if isinstance(verdict, ReasonedVerdict) else verdict.reason
+    return MetricResult.judged(score, 1.0, why or verdict.verdict, gating=True)
 
 
 def _deepeval():
