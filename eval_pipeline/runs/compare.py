@@ -63,7 +63,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from eval_pipeline.runs.calibrate import (
     NOISE_FLOOR_FILE,
@@ -233,6 +233,7 @@ class PanelBand(BaseModel):
     high_pp: float | None
     members: list[PanelMemberDelta]
 
+    @computed_field  # in comparison.json too
     @property
     def robust(self) -> bool | None:
         """The main delta is real and every member holds it; None: the main is not real."""

@@ -6,6 +6,7 @@ that differ give no band and say why, never a refusal."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from eval_pipeline.runs.cli import print_comparison
@@ -133,6 +134,8 @@ def test_the_band_is_in_the_html_report(tmp_path):
     assert "Without the judge panel the verdict would be IMPROVED" in html
     assert "no: -10.0 pp (opposite sign" in html
     assert "Flips that depend on the member" in html
+    dumped = json.loads(c.model_dump_json())["judge_panel"]["tiers"][0]
+    assert dumped["robust"] is False and dumped["low_pp"] == -10.0  # comparison.json too
     run_html = render_run_report(load_run(cand))
     assert "<h2>Judge panel</h2>" in run_html and "The panel splits on" in run_html
 
