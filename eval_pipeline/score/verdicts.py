@@ -30,10 +30,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from eval_pipeline.score.answer_match import MATCH_RULES_VERSION, Match, decide
+from eval_pipeline.score.gate import MetricResult
+from eval_pipeline.score.judge_prompt import (
+    longmemeval_judge,
+    prompt_hash,
+    reasoned_judge,
+    reasoned_prompt_hash,
+)
 
 if TYPE_CHECKING:
     from eval_pipeline.llm import RoleClient
-    from eval_pipeline.score.gate import MetricResult
 
 Verdict = Literal["yes", "no"]
 Prompt = Literal["reference", "reasoned"]
@@ -119,8 +125,6 @@ def method(name: str) -> Method:
 def method_hash(name: str, params: Params = DEFAULT_PARAMS) -> str:
     """sha256 over what decides a method's verdicts: its prompt's hash, its rules' version and
     the parameters it reads."""
-    from eval_pipeline.score.judges import prompt_hash, reasoned_prompt_hash
-
     m = method(name)
     body: dict[str, Any] = {"method": m.name, "version": VERDICTS_VERSION}
     if m.prompt == "reference":
@@ -207,9 +211,6 @@ async def judge_answer(
 ) -> MetricResult:
     """The answer judge's MetricResult under method `name` (the model is called only when
     the method needs it for this item; no model and needing one: unscored)."""
-    from eval_pipeline.score.gate import MetricResult
-    from eval_pipeline.score.judges import longmemeval_judge, reasoned_judge
-
     if answer is None:
         return MetricResult.unscored("no answer was produced", gating=True)
     m = method(name)
