@@ -87,7 +87,7 @@ def _add_judge_check(sub) -> None:
         "judge-check",
         help="measure a judge's verdict methods against labels: kappa per method, cross-validated",
         description="Judges every labelled item (and the bias probes) exactly as scoring does, "
-        "under every verdict method (docs/judging.md); prints each method's kappa with its "
+        "under every verdict method (docs/judge.md); prints each method's kappa with its "
         "interval, cross-validated on the project's set (a --labels file: as shipped), writes "
         "DIR/methods/<method>/{verdicts.jsonl,agreement.json}, and stores each result keyed by "
         "judge and method hash for run manifests, compare and reports.",

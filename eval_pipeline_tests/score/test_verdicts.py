@@ -246,3 +246,19 @@ def test_default_parameters_are_the_ones_tuned_on_the_whole_project_set():
         DEFAULT_PARAMS.threshold,
         DEFAULT_PARAMS.rubric_threshold,
     )
+
+
+def test_every_judged_run_names_its_judges_bias(tmp_path):
+    """A bias in the judge's check is printed with the run's summary and shown in its report."""
+    from eval_pipeline.run_cli import judge_lines
+    from eval_pipeline.runs.load import load_run
+    from eval_pipeline.runs.report import render_run_report
+    from eval_pipeline_tests.runs.synthetic import BASE_PINS, outcomes, set_pin, write_run
+
+    bias = "probe hedged_vs_confident: hedged answers judged yes 43 points less often"
+    pin = {"status": "checked", "kappa": 0.9, "method": "cascade", "biased_probes": [bias]}
+    pins = set_pin(BASE_PINS, "judge.agreement", pin)
+    run = write_run(tmp_path / "runs", outcomes("q", [True, False]), label="r", pins=pins)
+    lines = judge_lines(run)
+    assert "kappa 0.90" in lines[0] and lines[1] == f"  judge bias: {bias}"
+    assert f"judge bias: {bias}" in render_run_report(load_run(run))
