@@ -321,7 +321,7 @@ class ScoringConfig(Section):
         default_factory=dict, description="keyword options for the answer judge's constructor"
     )
     verdict: str = Field(
-        default="cascade",
+        default=DEFAULT_METHOD,
         description="how the built-in judge reaches its yes/no: reference (LongMemEval's "
         "prompt) | reasoned | match (rules, no model) | hybrid | cascade (docs/judge.md)",
         json_schema_extra=cli("--judge-verdict", "METHOD"),

@@ -11,6 +11,7 @@ import pytest
 
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.runs.bundle import BUNDLE_FILES
+from eval_pipeline.score.verdicts import method_hash
 from eval_pipeline_tests.bundle_checks import assert_summary_recomputes
 from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
 
@@ -37,12 +38,13 @@ def test_offline_run_writes_a_complete_bundle(offline_run):
     assert pins["graph"]["backend"] == "arcadedb" and pins["graph"]["fingerprint"]
     assert pins["reconciler"]["name"] == "extractive"
     assert pins["retriever"]["retriever"] == "fulltext" and pins["scope"] == "question"
-    assert pins["judge"] == {
-        "model": "offline",
-        "prompt_hash": None,
-        "criteria_prompt_hash": None,
-        "role": None,
-    }
+    # No judge model: the default verdict method (`match`) judges the answers all the same;
+    # what needs a model (the criteria judge, deepeval's metrics) is not pinned.
+    judge = pins["judge"]
+    assert judge["model"] == "offline" and judge["role"] is None
+    assert judge["prompt_hash"] == method_hash("match") and judge["method"]["verdict"] == "match"
+    assert judge["criteria_prompt_hash"] is None and "invariant_prompt_hash" not in judge
+    assert judge["agreement"]["status"] in ("none", "checked")
     assert pins["tokenizer"]["tokenizer"] == "o200k_base"
     assert set(manifest["stages"]) >= {"injected_graph", "retrieval_results", "scored_run"}
     rows = list(read_jsonl(run_dir / "results.jsonl"))
@@ -50,7 +52,9 @@ def test_offline_run_writes_a_complete_bundle(offline_run):
     assert len(rows) == len(hyps) == 31
     # The upstream scorer's two fields, and the record's version (the scorer ignores it).
     assert set(hyps[0]) == {"schema_version", "question_id", "hypothesis"}
-    assert all(r["metrics"]["answer_judge"]["score"] is None for r in rows)  # no judge: unscored
+    judged = [r["metrics"]["answer_judge"] for r in rows]
+    assert all(m["score"] in (0.0, 1.0) and m["gating"] for m in judged)  # match: rules
+    assert all(r["metrics"]["answer_coverage"]["score"] is None for r in rows)  # needs a model
 
 
 def test_summary_recall_recomputes_from_results(offline_run):

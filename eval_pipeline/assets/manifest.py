@@ -248,7 +248,10 @@ def build_manifest(
                 # The answer judge's own prompts (the built-in's: LongMemEval's protocol); a
                 # plug-in judge's hash differs, so runs judged another way never compare.
                 "prompt_hash": method.prompt_hash() if judged else None,
-                "criteria_prompt_hash": criteria_prompt_hash() if judged else None,
+                # The tier-2 criteria judge runs only with a judge model.
+                "criteria_prompt_hash": (
+                    criteria_prompt_hash() if not scoring.judge.offline else None
+                ),
                 # The invariant judge's pin, and the stored judge-check of each prompt.
                 **judge_agreement_pins(
                     scoring.judge.model,

@@ -144,11 +144,19 @@ def test_judge_agreement_asset_publishes_the_stored_check(home):
 
     offline = dg.materialize(
         JUDGE_AGREEMENT_ASSETS,
-        resources={"scoring": ScoringResource()},
+        resources={"scoring": ScoringResource(verdict="reference")},
         instance=dg.DagsterInstance.ephemeral(),
     )
     [mat] = offline.get_asset_materialization_events()
     assert mat.materialization.metadata["status"].value == "no judge"
+    # the default verdict method needs no model: its check is looked up with no judge at all
+    matched = dg.materialize(
+        JUDGE_AGREEMENT_ASSETS,
+        resources={"scoring": ScoringResource()},
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+    [mat] = matched.get_asset_materialization_events()
+    assert mat.materialization.metadata["status"].value == "no check"
 
 
 def test_a_quick_check_on_another_file_does_not_stand_in_for_the_committed_set(home):
