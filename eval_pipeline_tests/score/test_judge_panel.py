@@ -14,7 +14,6 @@ from eval_pipeline.cli import build_parser
 from eval_pipeline.config import ScoringConfig
 from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy
 from eval_pipeline.preflight import PreflightError, check_judge_panel
-from eval_pipeline.retrieve.results import QuestionRetrieval, RetrievedItem
 from eval_pipeline.run_cli import UsageError, config_tree, run_config_from_args
 from eval_pipeline.runs.records import ResultRow, Summary
 from eval_pipeline.runs.records.base import for_writing
@@ -23,6 +22,7 @@ from eval_pipeline.score.judges import offline_judge_results
 from eval_pipeline.score.scorer import score_question
 from eval_pipeline.score.summary import summarize, summary_markdown
 from eval_pipeline.score.tokens import PayloadTokenizer
+from eval_pipeline_tests.score.test_judges import _golden, _retrieval
 from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
 
 SMALL = "local:smollm2-135m-instruct"
@@ -96,37 +96,6 @@ def test_preflight_checks_each_members_model_without_calling_it(monkeypatch):
 
 
 # --- judging --------------------------------------------------------------------------------
-
-
-def _golden(qid, expected="blue", abstention=False, qtype="multi-session"):
-    return {
-        "name": qid,
-        "input": "What colour was the bike?",
-        "expected_output": expected,
-        "additional_metadata": {
-            "tier": 1,
-            "question_type": qtype,
-            "question_date": "2023/05/30 (Tue) 23:40",
-            "abstention": abstention,
-            "evidence_turn_ids": [] if abstention else ["s1#0"],
-            "evidence_turn_roles": [] if abstention else ["user"],
-            "evidence_session_ids": [] if abstention else ["s1"],
-            "haystack_session_ids": ["s1"],
-        },
-    }
-
-
-def _retrieval(qid, answer):
-    item = RetrievedItem(text="I bought a blue bike", turn_ids=["s1#0"], session_ids=["s1"])
-    return QuestionRetrieval(
-        question_id=qid,
-        scope="question",
-        retriever="fulltext",
-        items=[item],
-        retrieval_context=[item.text],
-        answer=answer,
-        reader="offline:extractive",
-    )
 
 
 def _contrary(request: RecordedRequest) -> ScriptedReply:

@@ -46,11 +46,11 @@ def _layer(server: WireServer, tmp_path) -> LLMLayer:
     return LLMLayer(settings)
 
 
-def _golden(qid, qtype="multi-session", abstention=False):
+def _golden(qid, qtype="multi-session", abstention=False, expected="blue"):
     return {
         "name": qid,
         "input": "What colour was the bike?",
-        "expected_output": "blue",
+        "expected_output": expected,
         "additional_metadata": {
             "tier": 1,
             "question_type": qtype,
