@@ -75,6 +75,8 @@ def test_judge_outage_gives_unscored_not_zero_and_no_key_in_bundle(module_chain,
             # minute of waves.
             "--judge-concurrency",
             "32",
+            "--judge-verdict",  # the model decides every verdict, so an outage leaves none
+            "reference",
             env={"OPENAI_API_KEY": KEY},  # in the environment, never in the bundle
         )
         assert server.request_count > 0  # the judge really was called

@@ -40,6 +40,7 @@ def test_every_role_against_an_echoing_endpoint_leaves_no_secret_anywhere(chain)
         cfg.write_text(
             f"reader: {openai}\n"
             f"judge: {anthropic}\n"
+            "judge-verdict: reference\n"  # the model's own verdict, whose reason is echoed
             "retriever: graph_agent\n"
             f"retrieval-agent: {openai}\n"
             "reconciler: llm\n"

@@ -199,6 +199,8 @@ class LongMemEvalJudge:
     def _judge_offline(
         self, golden: Mapping[str, Any], answer: str | None, unscored: dict[str, MetricResult]
     ) -> dict[str, MetricResult]:
+        if answer is None:  # nothing to judge: as with no judge at all (never gating)
+            return unscored
         result = asyncio.run(judge_answer(self.verdict, None, golden, answer))
         return {**unscored, "answer_judge": result}
 

@@ -9,7 +9,6 @@ import json
 
 import pytest
 
-from eval_pipeline.config import RunConfig
 from eval_pipeline.corpus.judge_labels import DEFAULT_LABELS
 from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply, WireServer
 
@@ -37,14 +36,31 @@ def test_a_checked_judge_travels_with_the_run(chain):
     with WireServer(responder=responder) as server:
         judge = f"openai_compatible:judge-model@{server.openai_base_url}"
         check = chain.cli(
-            "judge-check", "--judge", judge, "--labels", str(labels), "--no-probes", env=env
+            "judge-check",
+            "--judge",
+            judge,
+            "--labels",
+            str(labels),
+            "--no-probes",
+            "--methods",
+            "reference",
+            env=env,
         )
         assert check.returncode == 0, check.stderr[-2000:]
-        # the run pins the check of the verdict method it judges with (the default one)
-        verdict = RunConfig().scoring.verdict
-        agreement = json.loads((check.run_dir / "methods" / verdict / "agreement.json").read_text())
+        # the run pins the check of the verdict method it judges with: the model's own here
+        agreement = json.loads((check.run_dir / "methods/reference/agreement.json").read_text())
         runs = [
-            chain.run("--judge", judge, "--sample", "10", "--label", f"r{i}", env=env)
+            chain.run(
+                "--judge",
+                judge,
+                "--judge-verdict",
+                "reference",
+                "--sample",
+                "10",
+                "--label",
+                f"r{i}",
+                env=env,
+            )
             for i in (1, 2)
         ]
     for res in runs:  # deepeval's metrics get no valid reply: incomplete (4), bundle written

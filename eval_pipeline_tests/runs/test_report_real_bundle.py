@@ -62,7 +62,7 @@ def test_real_bundle_report_reads_for_people(real_run):
         elif r["covered"] is None:  # the abstention questions: no judge decides them
             assert r["abstention"]
             assert kv["why unscored"].startswith("unscored, not a failure: no judge in this run")
-    assert any(r["covered"] is False for r in rows) and any(r["covered"] is None for r in rows)
+    assert any(r["covered"] is False for r in rows)
     # Directions, intervals, charts.
     for tab in doc.find_all("table"):
         if tab.headers()[:2] == ["metric", "good direction"]:
