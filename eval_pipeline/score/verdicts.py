@@ -133,18 +133,11 @@ def method_hash(name: str, params: Params = DEFAULT_PARAMS) -> str:
         body["prompt"] = reasoned_prompt_hash()
     if m.uses_rules:
         body["rules"] = MATCH_RULES_VERSION
-        body["params"] = {k: asdict(params)[k] for k in sorted(_params_read(m))}
+        # The parameters it reads are the ones it tunes.
+        body["params"] = {k: asdict(params)[k] for k in sorted(m.tuned)}
     if m.name == REFERENCE_METHOD:
         return prompt_hash()  # the reference judge keeps the hash runs have always pinned
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def _params_read(m: Method) -> set[str]:
-    if m.name == "match":
-        return {"threshold", "rubric_threshold"}
-    if m.name == "cascade":
-        return {"band_low", "band_high", "rubric_threshold"}
-    return set()
 
 
 def rules_match(golden: Mapping[str, Any], answer: str) -> Match:
