@@ -108,9 +108,7 @@ def judge_agreement(
         except JudgeCheckError as exc:
             raise dg.Failure(description=str(exc)) from None
         context.log.info(f"judge-check written to {outcome.out_dir}")
-    metadata = judge_agreement_metadata(
-        judge, store, method.prompt_hash(), needs_model=needs_model
-    )
+    metadata = judge_agreement_metadata(judge, store, method.prompt_hash(), needs_model=needs_model)
     for line in metadata["warnings"].splitlines():
         context.log.warning(line)
     return dg.MaterializeResult(
