@@ -45,6 +45,7 @@ from eval_pipeline.providers.retriever import ProviderRetriever
 from eval_pipeline.reconcile.namespace import namespace_of
 from eval_pipeline.reconcile.protocol import ReconcileError
 from eval_pipeline.reconcile.reader import memory_census
+from eval_pipeline.retrieve.evidence_trace import TRACE_FILE, evidence_traces
 from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.protocol import RetrievalEnv, RetrieverLoadError
 from eval_pipeline.retrieve.provenance import ProvenanceResolver
@@ -356,6 +357,10 @@ def _retrieve(
         }
         usage = llm.snapshot().to_metadata() if llm is not None else None
         memory_after = fingerprints(provider, namespaces) if provider else None
+        # After the last search, and never through the retriever: what memory holds of each
+        # question's evidence, for the diagnosis of where a question failed.
+        traces = evidence_traces(store, goldens, provider, namespaces)
+        write_jsonl(pub.stage / TRACE_FILE, (t.model_dump(mode="json") for t in traces))
     finally:
         if llm is not None:
             llm.close()
