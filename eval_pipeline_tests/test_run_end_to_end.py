@@ -57,6 +57,28 @@ def test_offline_run_writes_a_complete_bundle(offline_run):
     assert all(r["metrics"]["answer_coverage"]["score"] is None for r in rows)  # needs a model
 
 
+def test_every_question_not_covered_has_one_failure_stage(offline_run):
+    """Issue 26: the diagnosis on the sample, as the bundle and its report hold it."""
+    run_dir, res = offline_run
+    rows = list(read_jsonl(run_dir / "results.jsonl"))
+    for r in rows:
+        assert (r["failure_stage"] is None) == (r["covered"] is not False), r["question_id"]
+    # Every answerable row says what memory held of its evidence; extractive memory chunks
+    # every turn, so a miss on this memory is retrieval's or the reader's, never formation's.
+    answerable = [r for r in rows if not r["abstention"]]
+    assert all(r["evidence_memory"]["held"] for r in answerable)
+    assert {r["failure_stage"] for r in rows} - {None} <= {"retrieval", "reader"}
+    funnel = json.loads((run_dir / "summary.json").read_text())["tiers"]["1"]["funnel"]
+    total = funnel["answerable"]
+    assert total["questions"] == len(answerable)
+    assert total["retrieval"] + total["reader"] == sum(
+        1 for r in answerable if r["covered"] is False
+    )
+    assert sum(c["questions"] for c in funnel["by_type"].values()) == len(answerable)
+    html = (run_dir / "report.html").read_text()
+    assert "Where questions failed" in html and "retrieval (held, not returned)" in html
+
+
 def test_summary_recall_recomputes_from_results(offline_run):
     assert_summary_recomputes(offline_run[0])
 

@@ -37,12 +37,14 @@ from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.llm import LLMLayer, ensure_no_confident_upload
 from eval_pipeline.plugins.errors import PluginLoadError
 from eval_pipeline.providers.audit import merge as merge_audits
+from eval_pipeline.retrieve.evidence_trace import TRACE_FILE
 from eval_pipeline.retrieve.results import QuestionRetrieval
 from eval_pipeline.runs.bundle import write_bundle
 from eval_pipeline.runs.calibrate import floor_key
 from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.report import write_run_report
 from eval_pipeline.score import panel
+from eval_pipeline.score.attribution import attribute
 from eval_pipeline.score.judges import judge_batch
 from eval_pipeline.score.scorer import evidence_level, retrieval_unmeasured, score_question
 from eval_pipeline.score.summary import summarize, summary_markdown
@@ -111,6 +113,17 @@ def add_tier2_scores(
     return out
 
 
+def evidence_traces_of(batches: list[StageOutput]) -> dict[str, dict]:
+    """What memory held of each question's evidence, as its retrieval stage traced it (none
+    for a run retrieved before traces were kept)."""
+    out: dict[str, dict] = {}
+    for output in batches:
+        path = output.file(TRACE_FILE)
+        if path.exists():
+            out.update((t["question_id"], t) for t in read_jsonl(path))
+    return out
+
+
 def summary_metadata(summary: dict) -> dict[str, dg.MetadataValue]:
     """One markdown entry per tier (and the tier-2 panels apart): the UI shows a short entry
     inline but folds a long one behind a link, so the first tier's tables stay in view."""
@@ -169,7 +182,10 @@ def configuration_label(manifest: dict) -> str:
 
 def questions_markdown(rows: list[dict]) -> str:
     """Per question: covered, and why not (the weakest link, or the unscored cause)."""
-    out = ["| question | tier | type | covered | why |", "|---|---|---|---|---|"]
+    out = [
+        "| question | tier | type | covered | failed at | why |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows[:MAX_QUESTION_ROWS]:
         causes = sorted({f["cause"] for f in r.get("infra_failures") or []})
         covered = {True: "yes", False: "no", None: "unscored"}[r["covered"]]
@@ -178,11 +194,13 @@ def questions_markdown(rows: list[dict]) -> str:
             if causes
             else r.get("weakest_link") or ("abstention" if r["abstention"] else "")
         )
+        stage = r.get("failure_stage") or ""
         out.append(
-            f"| {r['question_id']} | {r['tier']} | {r['question_type']} | {covered} | {why} |"
+            f"| {r['question_id']} | {r['tier']} | {r['question_type']} | {covered} | {stage} "
+            f"| {why} |"
         )
     if len(rows) > MAX_QUESTION_ROWS:
-        out.append(f"| … {len(rows) - MAX_QUESTION_ROWS} more in results.jsonl | | | | |")
+        out.append(f"| … {len(rows) - MAX_QUESTION_ROWS} more in results.jsonl | | | | | |")
     return "\n".join(out)
 
 
@@ -238,6 +256,7 @@ def scored_run(
     ]
     rows = add_tier2_scores(rows, goldens, scoring=scoring, repeat=repeat)
     rows, panel_usage = _judge_panel(context, scoring, repeat, goldens, retrievals, rows)
+    rows = attribute(rows, evidence_traces_of(batches))
     summary = summarize(rows)
     # A provider's formation audit, as its reconcile stages recorded it.
     summary["formation_audit"] = merge_audits(

@@ -36,6 +36,7 @@ from eval_pipeline.runs.compare import (
     formation_line,
     judge_agreement_line,
     panel_lines,
+    stage_line,
 )
 from eval_pipeline.runs.load import BundleError, RunBundle, load_run, resolve_run
 from eval_pipeline.runs.report import write_comparison_report, write_run_report
@@ -85,6 +86,8 @@ def print_comparison(c: Comparison, report: Path) -> None:
         print(efficiency_line(e))
     if c.formation is not None:
         print(formation_line(c.formation))
+    for tier, moved in c.stages.items():
+        print(stage_line(tier, moved))
     print(f"lost ({len(c.lost)}): covered in base, not in candidate")
     for f in c.lost:
         print("  " + flip_line(f))

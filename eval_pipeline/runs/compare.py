@@ -58,7 +58,7 @@ refusal (the panel is not a comparability pin).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -82,6 +82,7 @@ from eval_pipeline.runs.pins import (
     differing_values,
     pin_values,
 )
+from eval_pipeline.score.attribution import STAGES, memory_change
 from eval_pipeline.score.stats import mcnemar_paired, median
 
 ALPHA = 0.05
@@ -196,6 +197,8 @@ class Flip(BaseModel):
     abstention: bool
     direction: Literal["lost", "gained"]  # lost: covered in base, not in candidate
     weakest_link: str | None  # from the failing run's row
+    failure_stage: str | None = None  # the failing run's stage (score.attribution)
+    memory: str | None = None  # what changed in the memory of its evidence
 
 
 class JudgeAgreement(BaseModel):
@@ -283,6 +286,8 @@ class Comparison(BaseModel):
     abstention: list[PairedDelta]
     efficiency: list[Efficiency]
     formation: FormationShares | None = None
+    # tier -> failure stage -> [base, candidate] questions failed there (score.attribution)
+    stages: dict[str, dict[str, list[int]]] = {}
     flips: list[Flip]
     verdict: Verdict
     verdict_reason: str
@@ -391,9 +396,21 @@ def flips(pairs: Sequence[tuple[ResultRow, ResultRow]]) -> list[Flip]:
                 abstention=b.abstention,
                 direction=direction,
                 weakest_link=failing.weakest_link,
+                failure_stage=failing.failure_stage,
+                memory=memory_change(b.evidence_memory, c.evidence_memory),
             )
         )
     return out
+
+
+def stage_counts(pairs: Sequence[tuple[ResultRow, ResultRow]]) -> dict[str, list[int]] | None:
+    """Per failure stage, how many questions failed there in base and in candidate: which
+    stage moved. None when neither run attributed stages (bundles from before)."""
+    if not any(r.failure_stage for p in pairs for r in p):
+        return None
+    base = Counter(b.failure_stage for b, _ in pairs)
+    cand = Counter(c.failure_stage for _, c in pairs)
+    return {s: [base.get(s, 0), cand.get(s, 0)] for s in STAGES}
 
 
 def decide(tiers: Sequence[PairedDelta], calibrated: bool) -> tuple[Verdict, str]:
@@ -521,6 +538,7 @@ def compare(
         return noise_floor.floor_for(tier, qtype) if noise_floor else None
 
     tiers, by_type, abstention, eff, flipped = [], [], [], [], []
+    stages: dict[str, dict[str, list[int]]] = {}
     for tier in base.tiers():
         pairs = by_tier[tier]
         answerable = [p for p in pairs if not p[0].abstention]
@@ -540,6 +558,8 @@ def compare(
             )
         eff.append(efficiency(tier, answerable))
         flipped.extend(flips(pairs))
+        if (moved := stage_counts(pairs)) is not None:
+            stages[tier] = moved
 
     verdict, reason = decide(tiers, calibrated=calibrated)
     panel = panel_comparison(base, candidate, by_tier, tiers, floor, calibrated)
@@ -568,6 +588,7 @@ def compare(
         abstention=abstention,
         efficiency=eff,
         formation=formation_shares(base, candidate),
+        stages=stages,
         flips=flipped,
         verdict=verdict,
         verdict_reason=reason,
@@ -900,10 +921,18 @@ def formation_line(f: FormationShares) -> str:
 
 def flip_line(f: Flip) -> str:
     kind = "abstention, " if f.abstention else ""
+    stage = f"failed at {f.failure_stage}, " if f.failure_stage else ""
+    memory = f"; memory: {f.memory}" if f.memory else ""
     return (
-        f"{f.question_id} (tier {f.tier}, {kind}{f.question_type}): weakest link "
-        f"{f.weakest_link or 'not recorded'}"
+        f"{f.question_id} (tier {f.tier}, {kind}{f.question_type}): {stage}weakest link "
+        f"{f.weakest_link or 'not recorded'}{memory}"
     )
+
+
+def stage_line(tier: str, moved: dict[str, list[int]]) -> str:
+    """Which failure stage moved, base → candidate."""
+    cells = ", ".join(f"{s} {b}→{c}" for s, (b, c) in moved.items() if b or c)
+    return f"tier {tier} questions failed at each stage (base → candidate): {cells or 'none'}"
 
 
 def comparison_markdown(c: Comparison) -> str:

@@ -54,6 +54,8 @@ class ResultRow(BaseModel):
     payload_tokens: int | None = None
     metrics: dict[str, MetricEntry] = Field(default_factory=dict)
     retrieval_metrics: dict[str, Any] = Field(default_factory=dict)
+    failure_stage: str | None = None  # absent before stages were attributed
+    evidence_memory: dict[str, Any] | None = None
 
     @field_validator("tier", mode="before")
     @classmethod

@@ -515,6 +515,7 @@ def _tier_section(tier: str, s: dict[str, Any], rows: Sequence[ResultRow], judge
         _rate_chart(title, cov_bars, _unscored_note(answerable, judgeless) if answerable else none)
     )
     out.append(_rate_table(cov_bars, "coverage", unscored_by_type))
+    out.append(_funnel_section(s.get("funnel")))
     out.append("<h3>Evidence recall per question type</h3>")
     for level, variant, name in TYPE_RECALLS:
         bars = recall_by_type(answerable, level, variant, name)
@@ -556,6 +557,48 @@ def _tier_section(tier: str, s: dict[str, Any], rows: Sequence[ResultRow], judge
     if tier == "2":
         out.append(_panels_section(s.get("panels"), judgeless))
         out.append(_pass_criteria_section(s.get("pass_criteria"), judgeless))
+    return "\n".join(out)
+
+
+STAGE_TITLES = {
+    "gold_suspect": "gold suspect (errata)",
+    "formation": "formation (memory never held it)",
+    "retrieval": "retrieval (held, not returned)",
+    "reader": "reader (returned, answered wrong)",
+    "judge_split": "judge split (judges disagree)",
+}
+
+
+def _funnel_section(f: dict[str, Any] | None) -> str:
+    """Where the questions that were not covered failed, one stage each, per question type."""
+    if not f:
+        return (
+            '<p class="muted">No failure stages in this bundle (scored before they were kept).</p>'
+        )
+    stages = list(f.get("stages") or STAGE_TITLES)
+    lines = [
+        *f["by_type"].items(),
+        ("all answerable", f["answerable"]),
+        ("abstention", f["abstention"]),
+    ]
+    out = ["<h3>Where questions failed</h3>"]
+    out.append(
+        '<p class="muted">Each question that was not covered is put at the first stage it '
+        "failed: memory formation, retrieval, the reader, or a judge split; a suspect gold answer "
+        "before all. Unscored questions (infrastructure) are never a stage.</p>"
+    )
+    out.append(
+        table(
+            ["question type", "questions", *(STAGE_TITLES.get(s, s) for s in stages)]
+            + [("covered", HIGHER), "unscored", "undecided"],
+            (
+                [_e(name), *(num(c.get(k)) for k in ("questions", *stages)), num(c.get("covered"))]
+                + [num(c.get("unscored")), num(c.get("undecided"))]
+                for name, c in lines
+            ),
+            numeric=range(1, len(stages) + 5),
+        )
+    )
     return "\n".join(out)
 
 
@@ -966,6 +1009,9 @@ def _question_card(r: ResultRow, text: str | None, judgeless: bool) -> str:
         ("outcome" if r.covered else "why " + label, why(r, judgeless)[1]),
         ("cost", f'{cost} <span class="dir">({LOWER})</span>'),
     ]
+    stage = _x(r, "failure_stage")
+    if stage:
+        rows.insert(3, ("failed at", _e(STAGE_TITLES.get(stage, stage)) + _memory_note(r)))
     for key, title in (("errors", "system errors (a miss)"), ("notes", "notes")):
         if _x(r, key):
             rows.append((title, "<br>".join(_e(v) for v in _x(r, key))))
@@ -983,6 +1029,14 @@ def _question_card(r: ResultRow, text: str | None, judgeless: bool) -> str:
     )
 
 
+def _memory_note(r: ResultRow) -> str:
+    held = (_x(r, "evidence_memory") or {}).get("held") or {}
+    if not held:
+        return ""
+    parts = ", ".join(f"{_e(u)} {_e(v)}" for u, v in held.items())
+    return f'<br><span class="muted">evidence in memory: {parts}</span>'
+
+
 def _questions_section(run: RunBundle, judgeless: bool) -> str:
     texts, note = question_texts(run)
     out = ["<h2>Questions</h2>"]
@@ -994,7 +1048,7 @@ def _questions_section(run: RunBundle, judgeless: bool) -> str:
     ordered = [r for value, _, _ in OUTCOMES for r in run.rows if r.covered is value]
     out.append(
         table(
-            ["question", "text", "tier", "type", "abstention", "outcome", "why"]
+            ["question", "text", "tier", "type", "abstention", "outcome", "failed at", "why"]
             + [("payload tokens", LOWER)],
             (
                 [
@@ -1004,12 +1058,13 @@ def _questions_section(run: RunBundle, judgeless: bool) -> str:
                     _e(r.question_type),
                     "yes" if r.abstention else "",
                     _e(next(lab for v, lab, _ in OUTCOMES if v is r.covered)),
+                    _e(_x(r, "failure_stage") or ""),
                     _e(why(r, judgeless)[0]),
                     num(r.payload_tokens, "not measured"),
                 ]
                 for r in ordered
             ),
-            numeric=(7,),
+            numeric=(8,),
         )
     )
     for value, label, _ in OUTCOMES:
@@ -1399,6 +1454,17 @@ def render_comparison_report(c: Comparison) -> str:
     texts = question_texts(cand_run)[0] if cand_run else {}
     if base_run:
         texts = {**question_texts(base_run)[0], **texts}
+    if c.stages:
+        out.append("<h2>Where questions failed, base → candidate</h2>")
+        out.append(
+            table(
+                ["tier", *(STAGE_TITLES[s] for s in STAGE_TITLES)],
+                (
+                    [_e(tier), *(f"{num(b)} → {num(cn)}" for b, cn in moved.values())]
+                    for tier, moved in c.stages.items()
+                ),
+            )
+        )
     for title, flips, failing in (
         ("Lost: covered in base, not in candidate", c.lost, "candidate"),
         ("Gained: covered in candidate, not in base", c.gained, "base"),
@@ -1406,7 +1472,8 @@ def render_comparison_report(c: Comparison) -> str:
         out.append(f"<h2>{_e(title)} ({len(flips)})</h2>")
         out.append(
             table(
-                ["question", "text", "tier", "type", "abstention", f"weakest link ({failing} run)"],
+                ["question", "text", "tier", "type", "abstention", f"failed at ({failing} run)"]
+                + [f"weakest link ({failing} run)", "evidence memory, base → candidate"],
                 (
                     [
                         _e(f.question_id),
@@ -1416,7 +1483,9 @@ def render_comparison_report(c: Comparison) -> str:
                         _e(f.tier),
                         _e(f.question_type),
                         "yes" if f.abstention else "",
+                        _e(f.failure_stage or "not recorded"),
                         _e(f.weakest_link or "not recorded"),
+                        _e(f.memory or ""),
                     ]
                     for f in flips
                 ),

@@ -23,7 +23,9 @@ Layout (documented in docs/scores.md):
         "metrics": {metric: {"mean", "n_scored", "n_unscored", "pass_rate"}},
         "judge_panel": {"members": {member: {coverage, coverage_by_type,
                         abstention_coverage, unjudged}},
-                        "split": {questions, question_ids}}   (with --judge-panel)}},
+                        "split": {questions, question_ids}}   (with --judge-panel),
+        "funnel": {"stages", "answerable", "by_type": {question_type: ...}, "abstention"},
+                   each {questions, covered, <stage>: n, unscored, undecided}}},
      "judge_panel": {"members": [member], "split": {questions, question_ids}}}
 
 Answerable questions and abstention questions are aggregated apart: `coverage`, `retrieval`,
@@ -43,6 +45,7 @@ from statistics import fmean
 from typing import Any
 
 from eval_pipeline.score import panel
+from eval_pipeline.score.attribution import funnel, funnel_markdown
 from eval_pipeline.score.retrieval_metrics import (
     EXCLUDED_ABSTENTION,
     KS,
@@ -161,6 +164,8 @@ def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "metrics": _metric_stats(answerable),
         # Each judge-panel member's coverage and the questions it splits on (with a panel).
         **({"judge_panel": panel_summary} if panel_summary else {}),
+        # Where each question that was not covered failed (score.attribution).
+        "funnel": funnel(rows),
     }
 
 
@@ -248,6 +253,10 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             out.append(f"| {qtype} | {_fmt(est['rate'] if est else None)} | {n} |")
         out.append("")
         out.extend(panel_markdown(s.get("judge_panel")))
+        if s.get("funnel"):
+            out.append("Where the questions that were not covered failed:")
+            out.append("")
+            out.extend(funnel_markdown(s["funnel"]))
         out.append("| level | variant | recall_any@5 | recall_all@5 | ndcg@5 | recall_all@10 |")
         out.append("|---|---|---|---|---|---|")
         for level, variants in s["retrieval"].items():

@@ -13,6 +13,8 @@ from eval_pipeline.runs.compare import (
     NoiseFloorMismatch,
     classify,
     compare,
+    flip_line,
+    stage_line,
 )
 from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.pins import COMPARABILITY_PINS
@@ -385,3 +387,26 @@ def test_asset_without_a_baseline_says_so(tmp_path):
     result = _materialize(tmp_path, only)
     assert result.success and _meta(result)["verdict"] == "NO BASELINE"
     assert all(c.passed for c in result.get_asset_check_evaluations())
+
+
+def test_compare_shows_which_stage_moved_and_what_changed_in_memory(tmp_path):
+    """Issue 26: a flip carries the failing run's stage and its evidence memory's change."""
+    held = {"level": "turn", "nodes": {"s1#0": ["c0"]}}
+    lost_base = {**row("lost", True), "evidence_memory": {**held, "held": {"s1#0": "live"}}}
+    lost_cand = {
+        **row("lost", False, weakest="evidence_recall"),
+        "failure_stage": "formation",
+        "evidence_memory": {**held, "held": {"s1#0": "absent"}},
+    }
+    base_rows = [lost_base, {**row("r", False), "failure_stage": "reader"}, row("same", True)]
+    cand_rows = [lost_cand, {**row("r", False), "failure_stage": "reader"}, row("same", True)]
+    base, cand = _pair(tmp_path, base_rows, cand_rows)
+    c = compare(base, cand)
+    assert c.stages["1"]["formation"] == [0, 1] and c.stages["1"]["reader"] == [1, 1]
+    (flip,) = c.lost
+    assert (flip.failure_stage, flip.memory) == ("formation", "s1#0 live→absent")
+    assert "failed at formation" in flip_line(flip) and "s1#0 live→absent" in flip_line(flip)
+    assert "formation 0→1" in stage_line("1", c.stages["1"])
+    # Bundles from before stages were kept: nothing to show, not a row of zeros.
+    old_base, old_cand = _pair(tmp_path / "old", [row("a", True)], [row("a", False)])
+    assert compare(old_base, old_cand).stages == {}

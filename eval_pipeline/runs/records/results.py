@@ -9,7 +9,7 @@ failures.InfraFailure); a test keeps their fields in step.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -98,6 +98,14 @@ class ResultRow(Record):
     judge_panel: dict[str, float | None] | None = None
     panel_covered: dict[str, bool | None] | None = None
     panel_split: bool | None = None
+    # Where a not-covered question failed (score.attribution.STAGES), null when covered,
+    # unmeasured or undecided; absent before stages were attributed.
+    failure_stage: (
+        Literal["gold_suspect", "formation", "retrieval", "reader", "judge_split"] | None
+    ) = None
+    # What memory held of each evidence unit (retrieve.evidence_trace): `level`, `held`
+    # (unit -> live | superseded | absent) and `nodes` (unit -> first memory ids).
+    evidence_memory: dict[str, Any] | None = None
 
 
 class Hypothesis(Record):

@@ -105,6 +105,27 @@ class PanelRunSummary(Part):
     split: PanelSplit  # every tier's questions the members disagree on
 
 
+class StageCounts(Part):
+    """Questions covered and lost at each stage (score.attribution: the funnel)."""
+
+    questions: int
+    covered: int
+    gold_suspect: int = 0
+    formation: int = 0
+    retrieval: int = 0
+    reader: int = 0
+    judge_split: int = 0
+    unscored: int = 0  # the pipeline's own failure: never a stage
+    undecided: int = 0  # not covered, no gate failed (a gate was not taken)
+
+
+class Funnel(Part):
+    stages: list[str]
+    answerable: StageCounts
+    by_type: dict[str, StageCounts]  # answerable questions by type
+    abstention: StageCounts
+
+
 class TierSummary(Part):
     counts: Counts
     infrastructure: InfrastructureReport | None = None
@@ -122,6 +143,7 @@ class TierSummary(Part):
     ingestion: Ingestion | None = None
     pass_criteria: PassReport | None = None
     judge_panel: PanelTierSummary | None = None  # with --judge-panel only
+    funnel: Funnel | None = None  # absent before failure stages were attributed
 
 
 class AuditedMemory(Part):
