@@ -23,7 +23,10 @@ Layout (documented in docs/scores.md):
         "metrics": {metric: {"mean", "n_scored", "n_unscored", "pass_rate"}},
         "judge_panel": {"members": {member: {coverage, coverage_by_type,
                         abstention_coverage, unjudged}},
-                        "split": {questions, question_ids}}   (with --judge-panel)}},
+                        "split": {questions, question_ids}}   (with --judge-panel),
+        "arms": {"arms": {arm: {coverage, coverage_by_type, abstention_coverage, unscored,
+                 unscored_infrastructure}},
+                 "position": {overall, by_type, abstention, outside}}   (with --arms)}},
      "judge_panel": {"members": [member], "split": {questions, question_ids}}}
 
 Answerable questions and abstention questions are aggregated apart: `coverage`, `retrieval`,
@@ -42,7 +45,7 @@ from collections.abc import Iterable
 from statistics import fmean
 from typing import Any
 
-from eval_pipeline.score import panel
+from eval_pipeline.score import arms, panel
 from eval_pipeline.score.retrieval_metrics import (
     EXCLUDED_ABSTENTION,
     KS,
@@ -128,7 +131,7 @@ def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
     type_rates = [c["rate"] for c in coverage_by_type.values() if c is not None]
     covered_tokens = [r["payload_tokens"] for r in answerable if r["covered"]]
     panel_summary = panel.tier_summary(rows)
-    return {
+    out = {
         "counts": {
             "questions": len(rows),
             "abstention": len(abstaining),
@@ -162,6 +165,9 @@ def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
         # Each judge-panel member's coverage and the questions it splits on (with a panel).
         **({"judge_panel": panel_summary} if panel_summary else {}),
     }
+    # The reference arms' coverage and where the system sits between them (with --arms).
+    tier_arms = arms.tier_summary(rows, out)
+    return {**out, **({"arms": tier_arms} if tier_arms else {})}
 
 
 def infrastructure_report(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -248,6 +254,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             out.append(f"| {qtype} | {_fmt(est['rate'] if est else None)} | {n} |")
         out.append("")
         out.extend(panel_markdown(s.get("judge_panel")))
+        out.extend(arms.markdown(s.get("arms")))
         out.append("| level | variant | recall_any@5 | recall_all@5 | ndcg@5 | recall_all@10 |")
         out.append("|---|---|---|---|---|---|")
         for level, variants in s["retrieval"].items():

@@ -63,6 +63,18 @@ class InfraFailureRecord(Part):
     error: str
 
 
+class ArmResult(Part):
+    """One reference arm's answer to the question (score.arms.arm_result): covered by the
+    answer gate alone; null when not taken (an infrastructure failure, no verdict)."""
+
+    answer: str | None
+    covered: bool | None
+    answer_judge: float | None
+    context_tokens: int | None = None
+    reason: str = ""
+    infra_failures: list[InfraFailureRecord] = Field(default_factory=list)
+
+
 class ResultRow(Record):
     """One line of results.jsonl."""
 
@@ -98,6 +110,8 @@ class ResultRow(Record):
     judge_panel: dict[str, float | None] | None = None
     panel_covered: dict[str, bool | None] | None = None
     panel_split: bool | None = None
+    # The reference arms (score.arms), absent without --arms: arm -> its result.
+    arms: dict[str, ArmResult] | None = None
 
 
 class Hypothesis(Record):
