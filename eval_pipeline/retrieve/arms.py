@@ -53,7 +53,7 @@ CONTEXT_RULES = {
 def parse_arms(value: Any) -> list[str]:
     """`floor,ceiling` (a string) or a list of arm names: the arms, in the order of `ARMS`.
     An unknown or repeated arm is a ValueError naming it."""
-    if value is None:
+    if value is None or (isinstance(value, str) and not value.strip()):
         return []
     items = [p.strip() for p in value.split(",")] if isinstance(value, str) else list(value)
     seen: list[str] = []
