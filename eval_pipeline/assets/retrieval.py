@@ -4,7 +4,9 @@
 retrieves and answers every question with the configured retriever and reader, and publishes
 `retrieval_results.jsonl` (one `QuestionRetrieval` per line) with what it vouches for: the
 pins, what the graph held (injection and memory census) and the questions left unscored by
-infrastructure failures.
+infrastructure failures. With `retrieval.arms` it then answers every question again with the
+same reader on the reference arms' contexts (`retrieve.arms`: no memory, the evidence
+sessions) into `arms.jsonl`, apart from the system's results.
 
 Its checks (computed in its step): the graph is the one built from this chain's goldens and
 fixtures (blocking: else nothing is retrieved); the graph's content fingerprint is the same

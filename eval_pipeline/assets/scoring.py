@@ -2,10 +2,11 @@
 
 It receives the retrieval results of every question batch of this chain and, through their
 chain of outputs, the goldens, fixtures and graphs they came from; scores every question
-(deterministic metrics always, judged metrics when a judge model is configured), aggregates
-per tier and writes the bundle. Every pin and count in the manifest comes from that chain of
-outputs (`manifest.py`). A question left unscored by an infrastructure failure makes the
-bundle `incomplete`; the asset's blocking check `scored_run_complete` then fails.
+(deterministic metrics always, judged metrics when a judge model is configured), judges the
+reference arms' answers when they ran (`score.arms`), aggregates per tier and writes the
+bundle. Every pin and count in the manifest comes from that chain of outputs (`manifest.py`).
+A question left unscored by an infrastructure failure makes the bundle `incomplete`; the
+asset's blocking check `scored_run_complete` then fails.
 """
 
 import json
