@@ -27,6 +27,7 @@ from eval_pipeline.corpus.upstream import HF_REVISION, UpstreamSpec, check_varia
 from eval_pipeline.llm.config import parse_provider_spec
 from eval_pipeline.llm.errors import LLMConfigError
 from eval_pipeline.llm.names import STRUCTURED_OUTPUT_MODES
+from eval_pipeline.retrieve.arms import parse_arms
 from eval_pipeline.score.panel import parse_panel, split_specs
 from eval_pipeline.score.verdicts import DEFAULT_METHOD, method
 
@@ -306,6 +307,18 @@ class RetrievalConfig(Section):
     max_steps: int = Field(default=6, ge=1, description="graph_agent step budget")
     query_timeout_s: float = Field(default=10.0, gt=0, description="one agent query, seconds")
     max_rows: int = Field(default=500, ge=1, description="row cap of one agent query")
+    arms: list[str] = Field(
+        default_factory=list,
+        description="reference arms on the same questions, judged apart: floor (the reader "
+        "with no memory), ceiling (the reader given the evidence sessions); with an LLM "
+        "reader, each arm is one more reader call per question",
+        json_schema_extra=cli("--arms", "floor,ceiling"),
+    )
+
+    @field_validator("arms", mode="before")
+    @classmethod
+    def _known_arms(cls, value: Any) -> list[str]:
+        return parse_arms(value)  # ValueError names the unknown or repeated arm
 
 
 class ScoringConfig(Section):

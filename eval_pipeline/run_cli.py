@@ -243,6 +243,8 @@ def print_summary(run_dir: Path) -> None:
             f"median payload tokens (covered) {tokens_text}, "
             f"abstention {s['abstention']['questions']} apart"
         )
+        if s.get("arms"):  # --arms: where the system sits between floor and ceiling
+            print(f"tier {tier} reference arms: {s['arms']['position']['overall']}")
     for line in judge_lines(run_dir):
         print(line)
 

@@ -4,7 +4,9 @@
 retrieves and answers every question with the configured retriever and reader, and publishes
 `retrieval_results.jsonl` (one `QuestionRetrieval` per line) with what it vouches for: the
 pins, what the graph held (injection and memory census) and the questions left unscored by
-infrastructure failures.
+infrastructure failures. With `retrieval.arms` it then answers every question again with the
+same reader on the reference arms' contexts (`retrieve.arms`: no memory, the evidence
+sessions) into `arms.jsonl`, apart from the system's results.
 
 Its checks (computed in its step): the graph is the one built from this chain's goldens and
 fixtures (blocking: else nothing is retrieved); the graph's content fingerprint is the same
@@ -34,7 +36,7 @@ from eval_pipeline.assets.resources import (
     RepeatResource,
     RetrievalResource,
 )
-from eval_pipeline.corpus.convert import GOLDENS_FILE
+from eval_pipeline.corpus.convert import FIXTURES_FILE, GOLDENS_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl, write_jsonl
 from eval_pipeline.graph.checks import graph_holds, read_graph_fingerprint
 from eval_pipeline.graph.store import GraphStore
@@ -45,6 +47,7 @@ from eval_pipeline.providers.retriever import ProviderRetriever
 from eval_pipeline.reconcile.namespace import namespace_of
 from eval_pipeline.reconcile.protocol import ReconcileError
 from eval_pipeline.reconcile.reader import memory_census
+from eval_pipeline.retrieve.arms import ARMS_FILE, write_arms
 from eval_pipeline.retrieve.evidence_trace import TRACE_FILE, evidence_traces
 from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.protocol import RetrievalEnv, RetrieverLoadError
@@ -210,6 +213,11 @@ def retrieval_results(
             summary, metadata = _retrieve(
                 context, store, retrieval, repeat, batch_goldens, pub, reconciled_graph
             )
+            if retrieval.arms:
+                pub.facts["arms"] = _run_arms(
+                    retrieval, repeat, batch_goldens, session_fixtures, pub
+                )
+                metadata["arms"] = dg.MetadataValue.json(pub.facts["arms"]["per_arm"])
             pub.facts.update(graph_current=True, graph_current_reason=why, batch=batch.model_dump())
     metadata["artifact_dir"] = dg.MetadataValue.path(str(pub.final))
     metadata["graph_current_reason"] = dg.MetadataValue.text(why)
@@ -437,6 +445,36 @@ def _retrieve(
     if usage is not None:
         metadata["llm_usage"] = dg.MetadataValue.json(usage)
     return summary, metadata
+
+
+def _run_arms(
+    retrieval: RetrievalResource,
+    repeat: RepeatResource,
+    goldens: list[dict],
+    fixtures: StageOutput,
+    pub: Any,
+) -> dict[str, Any]:
+    """The reference arms (`retrieve.arms`), after the system's own loop and apart from it:
+    the run's reader on a layer of its own (the same cache, its own accounting), so the
+    system's results, usage and timings are the same with or without arms."""
+    try:
+        llm = build.llm_layer({"reader": retrieval.reader}, sample_identity=repeat.sample_identity)
+    except LLMError as exc:
+        raise dg.Failure(f"arms reader LLM: {exc}") from None
+    try:
+        facts = write_arms(
+            pub.stage / ARMS_FILE,
+            retrieval.arms,
+            goldens,
+            fixtures.file(FIXTURES_FILE),
+            build.reader(retrieval, llm),
+            count_tokens=PayloadTokenizer().count_context,
+        )
+        facts["llm_usage"] = llm.snapshot().to_metadata() if llm is not None else None
+    finally:
+        if llm is not None:
+            llm.close()
+    return facts
 
 
 RETRIEVAL_ASSETS = [retrieval_results]

@@ -2,10 +2,11 @@
 
 It receives the retrieval results of every question batch of this chain and, through their
 chain of outputs, the goldens, fixtures and graphs they came from; scores every question
-(deterministic metrics always, judged metrics when a judge model is configured), aggregates
-per tier and writes the bundle. Every pin and count in the manifest comes from that chain of
-outputs (`manifest.py`). A question left unscored by an infrastructure failure makes the
-bundle `incomplete`; the asset's blocking check `scored_run_complete` then fails.
+(deterministic metrics always, judged metrics when a judge model is configured), judges the
+reference arms' answers when they ran (`score.arms`), aggregates per tier and writes the
+bundle. Every pin and count in the manifest comes from that chain of outputs (`manifest.py`).
+A question left unscored by an infrastructure failure makes the bundle `incomplete`; the
+asset's blocking check `scored_run_complete` then fails.
 """
 
 import json
@@ -35,8 +36,10 @@ from eval_pipeline.corpus.batches import batch_keys
 from eval_pipeline.corpus.convert import GOLDENS_FILE, MANIFEST_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.llm import LLMLayer, ensure_no_confident_upload
+from eval_pipeline.llm.accounting import merge_usage
 from eval_pipeline.plugins.errors import PluginLoadError
 from eval_pipeline.providers.audit import merge as merge_audits
+from eval_pipeline.retrieve.arms import ARMS_FILE, ArmAnswer
 from eval_pipeline.retrieve.evidence_trace import TRACE_FILE
 from eval_pipeline.retrieve.results import QuestionRetrieval
 from eval_pipeline.runs.bundle import write_bundle
@@ -44,6 +47,7 @@ from eval_pipeline.runs.calibrate import floor_key
 from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.report import write_run_report
 from eval_pipeline.score import panel
+from eval_pipeline.score.arms import judge_arms, row_arms
 from eval_pipeline.score.attribution import attribute
 from eval_pipeline.score.judges import judge_batch
 from eval_pipeline.score.scorer import evidence_level, retrieval_unmeasured, score_question
@@ -257,6 +261,7 @@ def scored_run(
     rows = add_tier2_scores(rows, goldens, scoring=scoring, repeat=repeat)
     rows, panel_usage = _judge_panel(context, scoring, repeat, goldens, retrievals, rows)
     rows = attribute(rows, evidence_traces_of(batches))
+    rows, arms_record = _score_arms(context, scoring, repeat, goldens, batches, rows)
     summary = summarize(rows)
     # A provider's formation audit, as its reconcile stages recorded it.
     summary["formation_audit"] = merge_audits(
@@ -290,6 +295,8 @@ def scored_run(
         datetime.now(UTC),
         panel_usage=panel_usage,
     )
+    if arms_record is not None:
+        manifest["arms"] = arms_record  # which arms ran, on what; never a pin
     manifest["dagster_run_id"] = context.run.run_id
     manifest["chain"] = context.run.tags.get(CHAIN_TAG)  # the chain this run was part of
     manifest["status"] = summary["status"]
@@ -426,6 +433,54 @@ def _judge_panel(
             layer.close()
     out = [{**row, **panel.panel_fields(row, res)} for row, res in zip(rows, results, strict=True)]
     return out, usage
+
+
+def _score_arms(
+    context: dg.AssetExecutionContext,
+    scoring: ScoringResource,
+    repeat: RepeatResource,
+    goldens: dict[str, dict],
+    batches: list[StageOutput],
+    rows: list[dict],
+) -> tuple[list[dict], dict[str, Any] | None]:
+    """Rows with each reference arm's verdict (`score.arms`), judged by the run's answer
+    judge on a layer of its own (the system's judge usage stays its own), and the manifest's
+    record of the arms; the rows as they are when no arm ran."""
+    ran = [o for o in batches if o.facts.get("arms")]
+    if not ran:
+        return rows, None
+    answers = [ArmAnswer.model_validate(r) for o in ran for r in read_jsonl(o.file(ARMS_FILE))]
+    try:
+        method = build.answer_judge(scoring)
+    except PluginLoadError as exc:
+        raise dg.Failure(str(exc)) from None
+    layer = judge_layer(scoring, repeat)
+    try:
+        context.log.info(f"judging {len(answers)} reference-arm answers")
+        concurrency = judge_concurrency(layer) if layer is not None else 1
+        results = judge_arms(method, layer, goldens, answers, concurrency=concurrency)
+        judge_usage = layer.snapshot().to_metadata() if layer is not None else None
+    finally:
+        if layer is not None:
+            layer.close()
+    rows = row_arms(rows, answers, results)
+    facts = ran[0].facts["arms"]
+    record = {
+        "ran": facts["ran"],
+        "version": facts["version"],
+        "reader": facts.get("reader"),
+        "context": facts.get("context") or {},
+        "questions": len({a.question_id for a in answers}),
+        "unscored": {
+            arm: sum(1 for r in rows if ((r["arms"] or {}).get(arm) or {}).get("covered") is None)
+            for arm in facts["ran"]
+        },
+        "llm_usage": {
+            "reader": merge_usage([o.facts["arms"].get("llm_usage") for o in ran]),
+            "judge": judge_usage,
+        },
+    }
+    return rows, record
 
 
 def _metadata(

@@ -983,6 +983,18 @@ def _judge_agreement_section(run: RunBundle, judgeless: bool) -> str:
     return "\n".join(out)
 
 
+def _arm_cells(arms: dict[str, Any]) -> str:
+    """A question's arms: each arm's outcome and answer."""
+    out = []
+    for arm, a in arms.items():
+        a = a if isinstance(a, dict) else a.model_dump()
+        outcome = {True: "covered", False: "not covered", None: "unscored"}[a.get("covered")]
+        answer = a.get("answer")
+        shown = _e(_clip(answer)) if answer is not None else "no answer"
+        out.append(f"<b>{_e(arm)}</b> {_e(outcome)}: {shown}")
+    return "<br>".join(out)
+
+
 def _question_card(r: ResultRow, text: str | None, judgeless: bool) -> str:
     label, klass = next((lab, k) for v, lab, k in OUTCOMES if v is r.covered)
     head = f'<span class="badge">{_e(label)}</span> · <code>{_e(r.question_id)}</code>'
@@ -1012,6 +1024,9 @@ def _question_card(r: ResultRow, text: str | None, judgeless: bool) -> str:
     stage = _x(r, "failure_stage")
     if stage:
         rows.insert(3, ("failed at", _e(STAGE_TITLES.get(stage, stage)) + _memory_note(r)))
+    arms = _x(r, "arms") or {}
+    if arms:
+        rows.append(("reference arms", _arm_cells(arms)))
     for key, title in (("errors", "system errors (a miss)"), ("notes", "notes")):
         if _x(r, key):
             rows.append((title, "<br>".join(_e(v) for v in _x(r, key))))
@@ -1126,6 +1141,74 @@ def _run_panel_section(run: RunBundle) -> str:
     return "\n".join(out)
 
 
+def _arm_rate(tier_arms: dict[str, Any], arm: str, key: str, qtype: str | None = None) -> str:
+    s = (tier_arms.get("arms") or {}).get(arm)
+    if s is None:
+        return dash("not run")
+    est = s.get(key) if qtype is None else (s.get(key) or {}).get(qtype)
+    return pct(est["rate"] if est else None)
+
+
+def _run_arms_section(run: RunBundle) -> str:
+    """The reference arms (`--arms`): per tier and question type, the floor's and the
+    ceiling's coverage beside the system's, and where the system sits between them."""
+    record = run.manifest.get("arms")
+    tiers = {t: s["arms"] for t, s in (run.summary.get("tiers") or {}).items() if s.get("arms")}
+    if not tiers:
+        return ""
+    context = (record or {}).get("context") or {}
+    out = [
+        "<h2>Reference arms</h2>",
+        '<p class="muted">The run\'s reader on the same questions with no memory (floor) and '
+        "with the evidence sessions (ceiling), judged by the run's answer judge on the answer "
+        "alone. "
+        + " ".join(f"<b>{_e(a)}</b>: {_e(c)}." for a, c in context.items())
+        + " A system outside the two is noted, not an error.</p>",
+    ]
+    for tier, ta in tiers.items():
+        s = run.summary["tiers"][tier]
+        pos = ta.get("position") or {}
+        out.append(f"<h3>Tier {_e(tier)}: {_e(pos.get('overall', ''))}</h3>")
+        system = s.get("coverage")
+        rows = [
+            [
+                "answerable",
+                _arm_rate(ta, "floor", "coverage"),
+                pct(system["rate"] if system else None),
+                _arm_rate(ta, "ceiling", "coverage"),
+            ]
+        ]
+        for qtype, est in (s.get("coverage_by_type") or {}).items():
+            rows.append(
+                [
+                    _e(qtype),
+                    _arm_rate(ta, "floor", "coverage_by_type", qtype),
+                    pct(est["rate"] if est else None),
+                    _arm_rate(ta, "ceiling", "coverage_by_type", qtype),
+                ]
+            )
+        abst = (s.get("abstention") or {}).get("coverage")
+        rows.append(
+            [
+                "abstention (apart)",
+                _arm_rate(ta, "floor", "abstention_coverage"),
+                pct(abst["rate"] if abst else None),
+                _arm_rate(ta, "ceiling", "abstention_coverage"),
+            ]
+        )
+        headers = ["questions", ("floor", HIGHER), ("system", HIGHER), ("ceiling", HIGHER)]
+        out.append(table(headers, rows, numeric=(1, 2, 3)))
+        for line in pos.get("outside") or []:
+            out.append(f'<p class="warn">{_e(line)}</p>')
+        unscored = {a: m.get("unscored", 0) for a, m in (ta.get("arms") or {}).items()}
+        if any(unscored.values()):
+            out.append(
+                '<p class="muted">Unscored arm questions (left out of the arm\'s rate, never '
+                "misses): " + ", ".join(f"{_e(a)} {n}" for a, n in unscored.items()) + ".</p>"
+            )
+    return "\n".join(out)
+
+
 def render_run_report(run: RunBundle) -> str:
     m = run.manifest
     judgeless = no_judge(run)
@@ -1165,6 +1248,7 @@ def render_run_report(run: RunBundle) -> str:
             *header,
             *tiers,
             _run_panel_section(run),
+            _run_arms_section(run),
             '<div id="questions"></div>' + _questions_section(run, judgeless),
             _stage_section(m),
             _llm_section(m),

@@ -26,6 +26,9 @@ Layout (documented in docs/scores.md):
                         "split": {questions, question_ids}}   (with --judge-panel),
         "funnel": {"stages", "answerable", "by_type": {question_type: ...}, "abstention"},
                    each {questions, covered, <stage>: n, unscored, undecided}}},
+        "arms": {"arms": {arm: {coverage, coverage_by_type, abstention_coverage, unscored,
+                 unscored_infrastructure}},
+                 "position": {overall, by_type, abstention, outside}}   (with --arms)}},
      "judge_panel": {"members": [member], "split": {questions, question_ids}}}
 
 Answerable questions and abstention questions are aggregated apart: `coverage`, `retrieval`,
@@ -44,7 +47,7 @@ from collections.abc import Iterable
 from statistics import fmean
 from typing import Any
 
-from eval_pipeline.score import panel
+from eval_pipeline.score import arms, panel
 from eval_pipeline.score.attribution import funnel, funnel_markdown
 from eval_pipeline.score.retrieval_metrics import (
     EXCLUDED_ABSTENTION,
@@ -131,7 +134,7 @@ def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
     type_rates = [c["rate"] for c in coverage_by_type.values() if c is not None]
     covered_tokens = [r["payload_tokens"] for r in answerable if r["covered"]]
     panel_summary = panel.tier_summary(rows)
-    return {
+    out = {
         "counts": {
             "questions": len(rows),
             "abstention": len(abstaining),
@@ -167,6 +170,9 @@ def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
         # Where each question that was not covered failed (score.attribution).
         "funnel": funnel(rows),
     }
+    # The reference arms' coverage and where the system sits between them (with --arms).
+    tier_arms = arms.tier_summary(rows, out)
+    return {**out, **({"arms": tier_arms} if tier_arms else {})}
 
 
 def infrastructure_report(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -257,6 +263,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             out.append("Where the questions that were not covered failed:")
             out.append("")
             out.extend(funnel_markdown(s["funnel"]))
+        out.extend(arms.markdown(s.get("arms")))
         out.append("| level | variant | recall_any@5 | recall_all@5 | ndcg@5 | recall_all@10 |")
         out.append("|---|---|---|---|---|---|")
         for level, variants in s["retrieval"].items():

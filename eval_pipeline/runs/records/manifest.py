@@ -185,6 +185,20 @@ class StageRun(Part):
     materialized: bool | None = None
 
 
+class ArmsRecord(Part):
+    """Which reference arms ran (score.arms), on what context, with which reader; never a
+    pin: the system's own numbers are the same with or without them."""
+
+    ran: list[str]
+    version: int  # retrieve.arms.ARMS_VERSION: what an arm's context holds
+    reader: str | None = None
+    context: dict[str, str] = Field(default_factory=dict)  # arm -> what it was given
+    questions: int
+    unscored: dict[str, int] = Field(default_factory=dict)  # arm -> questions not decided
+    # The arms' own accounting (reader and judge), apart from the system's: the LLM layer's.
+    llm_usage: dict[str, Any] | None = None
+
+
 class Manifest(Record):
     """manifest.json of a run bundle."""
 
@@ -207,6 +221,7 @@ class Manifest(Record):
     # The options the run was made with, section by section as each stage recorded them
     # (eval_pipeline.config.RunConfig): the run configuration's own shape, which it owns.
     options: dict[str, Any] | None = None
+    arms: ArmsRecord | None = None  # with --arms only
 
     @field_validator("started_at", "ended_at")
     @classmethod

@@ -63,6 +63,18 @@ class InfraFailureRecord(Part):
     error: str
 
 
+class ArmResult(Part):
+    """One reference arm's answer to the question (score.arms.arm_result): covered by the
+    answer gate alone; null when not taken (an infrastructure failure, no verdict)."""
+
+    answer: str | None
+    covered: bool | None
+    answer_judge: float | None
+    context_tokens: int | None = None
+    reason: str = ""
+    infra_failures: list[InfraFailureRecord] = Field(default_factory=list)
+
+
 class ResultRow(Record):
     """One line of results.jsonl."""
 
@@ -106,6 +118,8 @@ class ResultRow(Record):
     # What memory held of each evidence unit (retrieve.evidence_trace): `level`, `held`
     # (unit -> live | superseded | absent) and `nodes` (unit -> first memory ids).
     evidence_memory: dict[str, Any] | None = None
+    # The reference arms (score.arms), absent without --arms: arm -> its result.
+    arms: dict[str, ArmResult] | None = None
 
 
 class Hypothesis(Record):

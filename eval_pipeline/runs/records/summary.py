@@ -126,6 +126,30 @@ class Funnel(Part):
     abstention: StageCounts
 
 
+class ArmSummary(Part):
+    """One reference arm's coverage over a tier (score.arms.arm_summary)."""
+
+    coverage: RateEstimate | None
+    coverage_by_type: dict[str, RateEstimate | None] = Field(default_factory=dict)
+    abstention_coverage: RateEstimate | None = None
+    unscored: int = 0  # questions it has no decided coverage for (null, never 0)
+    unscored_infrastructure: int = 0  # ... of which the reader or judge failed (ours)
+
+
+class ArmsPosition(Part):
+    """Where the system's coverage sits between the arms, as lines."""
+
+    overall: str
+    by_type: dict[str, str] = Field(default_factory=dict)
+    abstention: str = ""
+    outside: list[str] = Field(default_factory=list)  # below the floor or above the ceiling
+
+
+class ArmsTierSummary(Part):
+    arms: dict[str, ArmSummary]  # floor | ceiling -> its coverage
+    position: ArmsPosition
+
+
 class TierSummary(Part):
     counts: Counts
     infrastructure: InfrastructureReport | None = None
@@ -144,6 +168,7 @@ class TierSummary(Part):
     pass_criteria: PassReport | None = None
     judge_panel: PanelTierSummary | None = None  # with --judge-panel only
     funnel: Funnel | None = None  # absent before failure stages were attributed
+    arms: ArmsTierSummary | None = None  # with --arms only
 
 
 class AuditedMemory(Part):
