@@ -33,6 +33,7 @@ from eval_pipeline.assets.tags import CHAIN_TAG
 from eval_pipeline.config import ModelRole, ScoringConfig
 from eval_pipeline.corpus.batches import batch_keys
 from eval_pipeline.corpus.convert import GOLDENS_FILE, MANIFEST_FILE
+from eval_pipeline.corpus.errata_apply import ERRATA_FILE, read_flags, with_errata
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.llm import LLMLayer, ensure_no_confident_upload
 from eval_pipeline.plugins.errors import PluginLoadError
@@ -238,6 +239,8 @@ def scored_run(
     ]
     rows = add_tier2_scores(rows, goldens, scoring=scoring, repeat=repeat)
     rows, panel_usage = _judge_panel(context, scoring, repeat, goldens, retrievals, rows)
+    # The dataset errata the goldens stage applied: each tier-1 row's flag, or None.
+    rows = with_errata(rows, read_flags(retrieval.inputs["goldens"].file(ERRATA_FILE)))
     summary = summarize(rows)
     # A provider's formation audit, as its reconcile stages recorded it.
     summary["formation_audit"] = merge_audits(

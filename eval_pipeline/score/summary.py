@@ -23,7 +23,9 @@ Layout (documented in docs/scores.md):
         "metrics": {metric: {"mean", "n_scored", "n_unscored", "pass_rate"}},
         "judge_panel": {"members": {member: {coverage, coverage_by_type,
                         abstention_coverage, unjudged}},
-                        "split": {questions, question_ids}}   (with --judge-panel)}},
+                        "split": {questions, question_ids}}   (with --judge-panel),
+        "errata": {flagged, by_status, suspect_ids, coverage_without_suspect,
+                   coverage_task_averaged_without_suspect}   (when errata flag a question)}},
      "judge_panel": {"members": [member], "split": {questions, question_ids}}}
 
 Answerable questions and abstention questions are aggregated apart: `coverage`, `retrieval`,
@@ -43,6 +45,7 @@ from statistics import fmean
 from typing import Any
 
 from eval_pipeline.score import panel
+from eval_pipeline.score.errata_summary import errata_summary
 from eval_pipeline.score.retrieval_metrics import (
     EXCLUDED_ABSTENTION,
     KS,
@@ -161,6 +164,8 @@ def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "metrics": _metric_stats(answerable),
         # Each judge-panel member's coverage and the questions it splits on (with a panel).
         **({"judge_panel": panel_summary} if panel_summary else {}),
+        # With dataset errata flagging a question: coverage without the suspect ones.
+        **({"errata": errata} if (errata := errata_summary(rows)) else {}),
     }
 
 

@@ -63,6 +63,15 @@ class InfraFailureRecord(Part):
     error: str
 
 
+class ErrataFlag(Part):
+    """A question's dataset errata (corpus.errata.Flag): `suspect` (its gold is in doubt),
+    `corrected` or `note`; the upstream issue(s); what is wrong, in a sentence."""
+
+    status: str
+    source: list[str]
+    what: str
+
+
 class ResultRow(Record):
     """One line of results.jsonl."""
 
@@ -98,6 +107,8 @@ class ResultRow(Record):
     judge_panel: dict[str, float | None] | None = None
     panel_covered: dict[str, bool | None] | None = None
     panel_split: bool | None = None
+    # Tier 1: the question's dataset errata, null when none name it (absent before errata).
+    errata: ErrataFlag | None = None
 
 
 class Hypothesis(Record):

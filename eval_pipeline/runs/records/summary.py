@@ -105,6 +105,16 @@ class PanelRunSummary(Part):
     split: PanelSplit  # every tier's questions the members disagree on
 
 
+class ErrataSummary(Part):
+    """Tier 1 with and without its suspect questions (score.errata_summary)."""
+
+    flagged: int
+    by_status: dict[str, int] = Field(default_factory=dict)
+    suspect_ids: list[str] = Field(default_factory=list)
+    coverage_without_suspect: RateEstimate | None = None
+    coverage_task_averaged_without_suspect: float | None = None
+
+
 class TierSummary(Part):
     counts: Counts
     infrastructure: InfrastructureReport | None = None
@@ -122,6 +132,7 @@ class TierSummary(Part):
     ingestion: Ingestion | None = None
     pass_criteria: PassReport | None = None
     judge_panel: PanelTierSummary | None = None  # with --judge-panel only
+    errata: ErrataSummary | None = None  # tier 1, when errata flag a question of the run
 
 
 class AuditedMemory(Part):
