@@ -134,11 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_options(p)
     p.set_defaults(func=cmd_run)
 
+    from eval_pipeline.corpus.errata_cli import register as register_errata
     from eval_pipeline.graph.cli import register as register_graph
     from eval_pipeline.llm.cli import register as register_llm
     from eval_pipeline.ops.cli import register as register_ops
     from eval_pipeline.runs.cli import register as register_runs
 
+    register_errata(sub)
     register_graph(sub)
     register_llm(sub)
     _add_judge_check(sub)

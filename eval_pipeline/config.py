@@ -22,6 +22,7 @@ import dagster as dg
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from eval_pipeline.corpus.batches import MAX_BATCHES
+from eval_pipeline.corpus.errata import Mode as ErrataMode
 from eval_pipeline.corpus.sampling import SampleSpec
 from eval_pipeline.corpus.upstream import HF_REVISION, UpstreamSpec, check_variant
 from eval_pipeline.llm.config import parse_provider_spec
@@ -174,6 +175,19 @@ class CorpusConfig(Section):
         description="split the questions into K batches, each on a graph instance of its own, "
         "run in parallel (embedded: K servers; else put {batch} in --graph-uri)",
         json_schema_extra=cli("--batches", "K"),
+    )
+
+    errata: ErrataMode = Field(
+        default="flag",
+        description="dataset errata of the exact file (docs/errata.md): flag marks its "
+        "questions' rows, exclude leaves suspect questions out of the sample, off ignores them",
+        json_schema_extra=cli("--errata"),
+    )
+    errata_file: str | None = Field(
+        default=None,
+        description="your own errata file (default: the bundled errata; either applies only "
+        "to the file whose sha256 it names)",
+        json_schema_extra=cli("--errata-file", "FILE"),
     )
 
     @field_validator("variant")

@@ -30,6 +30,7 @@ from eval_pipeline.corpus.convert import (
     oracle_by_content,
     plan_corpus,
 )
+from eval_pipeline.corpus.errata_apply import ERRATA_FILE, errata_applier
 from eval_pipeline.corpus.jsonl import read_jsonl, write_json, write_jsonl
 from eval_pipeline.corpus.tiers import append_tier2_fixtures, select_tiers
 from eval_pipeline.corpus.upstream import (
@@ -194,17 +195,29 @@ def goldens(
     longmemeval_upstream: StageOutput,
 ) -> Iterator[Any]:
     tier1, tier2 = corpus.tier_selection()
-    plan = plan_corpus(load_upstream(longmemeval_upstream), corpus.sample_spec())
+    upstream = load_upstream(longmemeval_upstream)
+    # Dataset errata of exactly this file: flags, or suspect questions left out of the sample.
+    errata = errata_applier(
+        upstream.sha256, mode=corpus.errata, errata_file=corpus.errata_file, tier1=tier1
+    )
+    plan = plan_corpus(upstream, corpus.sample_spec(), exclude=errata)
     plan = select_tiers(plan, tier1=tier1, tier2=tier2, light=corpus.light)
+    applied = errata.record(plan.goldens)
     with publish(context, paths.root(), {"longmemeval_upstream": longmemeval_upstream}) as pub:
         write_jsonl(pub.stage / GOLDENS_FILE, plan.goldens)
         write_json(pub.stage / PLAN_FILE, plan.to_json())
+        write_json(pub.stage / ERRATA_FILE, applied)
         pub.facts.update(
             questions=len(plan.goldens),
             goldens_sha256=file_sha256(pub.stage / GOLDENS_FILE),
             sample_spec=plan.spec.model_dump(),
             tiers=plan.tiers,
             options={"corpus": corpus.model_dump()},
+            errata=applied["pin"],
+        )
+    if applied["pin"].get("not_in_file"):
+        context.log.warning(
+            f"errata name questions not in the file: {applied['pin']['not_in_file']}"
         )
     context.log.info(
         f"{len(plan.goldens)} goldens (tiers {plan.tiers}) from "
@@ -228,6 +241,7 @@ def goldens(
                 [[k, v["available"], v["selected"]] for k, v in plan.strata.items()],
             ),
             "without_evidence_unexpected": len(evidence["without_evidence_turns_unexpected"]),
+            "errata": dg.MetadataValue.json(applied["pin"]),
             "path": dg.MetadataValue.path(str(pub.final / GOLDENS_FILE)),
             "artifact_dir": dg.MetadataValue.path(str(pub.final)),
         },

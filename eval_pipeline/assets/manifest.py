@@ -271,6 +271,8 @@ def build_manifest(
                 if isinstance(role, dict) and role.get("provider") != "offline"
             },
             "gate": {"evidence_recall": f"recall_all@{scoring.gate_k}"},
+            # The dataset errata as the goldens stage applied them (docs/errata.md).
+            "errata": (batches[0].find("goldens") or batches[0]).facts.get("errata"),
             "tokenizer": tokenizer.pin(),
             "code_version": code_version(),
         },

@@ -34,6 +34,7 @@ from eval_pipeline.assets.tags import CHAIN_TAG
 from eval_pipeline.config import ModelRole, ScoringConfig
 from eval_pipeline.corpus.batches import batch_keys
 from eval_pipeline.corpus.convert import GOLDENS_FILE, MANIFEST_FILE
+from eval_pipeline.corpus.errata_apply import ERRATA_FILE, read_flags, with_errata
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.llm import LLMLayer, ensure_no_confident_upload
 from eval_pipeline.llm.accounting import merge_usage
@@ -260,6 +261,9 @@ def scored_run(
     ]
     rows = add_tier2_scores(rows, goldens, scoring=scoring, repeat=repeat)
     rows, panel_usage = _judge_panel(context, scoring, repeat, goldens, retrievals, rows)
+    # The dataset errata the goldens stage applied: each tier-1 row's flag, or None (before
+    # the stages are attributed: a suspect gold is a stage of its own).
+    rows = with_errata(rows, read_flags(retrieval.inputs["goldens"].file(ERRATA_FILE)))
     rows = attribute(rows, evidence_traces_of(batches))
     rows, arms_record = _score_arms(context, scoring, repeat, goldens, batches, rows)
     summary = summarize(rows)

@@ -13,7 +13,7 @@ import hashlib
 import json
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -331,12 +331,18 @@ class CorpusPlan:
 
 
 def plan_corpus(
-    upstream: ResolvedUpstream, spec: SampleSpec, *, fixtures: FixtureWriter | None = None
+    upstream: ResolvedUpstream,
+    spec: SampleSpec,
+    *,
+    fixtures: FixtureWriter | None = None,
+    exclude: Callable[[dict], bool] | None = None,
 ) -> CorpusPlan:
     """Pass 1: validate every record and draw the sample.
 
     With `fixtures` given (only valid when every question is taken) the same pass also
     feeds the fixture writer, so the whole corpus is built in one read of the file.
+    `exclude` sees every record's golden row; a row it answers True for is left out of the
+    population the sample is drawn from (dataset errata, `corpus/errata_apply.py`).
     """
     if fixtures is not None and spec.sample is not None:
         raise ValueError("single-pass build needs spec.sample=None")
@@ -345,11 +351,17 @@ def plan_corpus(
     by_type: Counter[str] = Counter()
     guard = OracleContentGuard()
     # iter_questions refuses the oracle variant too; the guard here counts for file_stats.
+    records = abstention = 0
     for q in iter_questions(upstream.path, on_bytes=hasher.update):
         kept = kept_sessions(q, spec.max_sessions_per_question)
-        rows.append((q.question_id, q.stratum, golden_row(q, kept, "")))
+        row = golden_row(q, kept, "")
         by_type[q.question_type] += 1
         guard.add(q)
+        records += 1
+        abstention += q.abstention
+        if exclude is not None and exclude(row):
+            continue
+        rows.append((q.question_id, q.stratum, row))
         if fixtures is not None:
             fixtures.add(q, kept)
     digest = hasher.hexdigest()
@@ -375,9 +387,9 @@ def plan_corpus(
         stratum_key(s): {"available": a, "selected": n} for s, (a, n) in sorted(counts.items())
     }
     file_stats = {
-        "records": len(rows),
+        "records": records,
         "by_question_type": dict(sorted(by_type.items())),
-        "abstention": sum(1 for _, (_, abs_), _ in rows if abs_),
+        "abstention": abstention,
         "questions_without_distractors": guard.without_distractors,
     }
     return CorpusPlan(

@@ -5,6 +5,9 @@ the question set, the retrieval scope, the reader, the judge and its prompt, the
 and the coverage gate. Two runs that differ in any of them measure different things, so a
 comparison is refused, not warned about.
 
+Dataset errata are one only in exclude mode (the questions they left out); flags change
+nothing measured, so the errata version is shown as a change.
+
 Deliberately NOT comparability pins: the reconciler, the retriever (and its top_k), the graph
 backend and the code version. Those are what a team changes between runs; a comparison
 exists to judge exactly such a change. Calibration repeats one configuration, so it also
@@ -45,6 +48,22 @@ def question_set(run: RunBundle) -> list[str]:
     return sorted(r.question_id for r in run.rows)
 
 
+def errata_excluded(run: RunBundle) -> list[str] | None:
+    """The questions `--errata exclude` left out of the sample; None when none were (flag
+    mode, or nothing applied): flags change nothing measured, exclusion changes the set."""
+    errata = _at("errata")(run)
+    excluded = errata.get("excluded") if isinstance(errata, dict) else None
+    return sorted(excluded) if excluded else None
+
+
+def errata_version(run: RunBundle) -> list[str] | None:
+    """Which errata a run applied (version and the digest of the file), for "what changed"."""
+    errata = _at("errata")(run)
+    if not isinstance(errata, dict) or not errata.get("applied"):
+        return None
+    return [str(errata.get("version")), str(errata.get("sha256"))]
+
+
 @dataclass(frozen=True)
 class Pin:
     name: str
@@ -80,6 +99,9 @@ COMPARABILITY_PINS: tuple[Pin, ...] = (
     # K batches on K instances: a batch-scoped retrieval (or a memory system that consolidates
     # across namespaces) sees only its batch's sessions, so another K is another haystack.
     Pin("partitioning", partitioning),
+    # Dataset errata in exclude mode leave questions out: another exclusion, another set.
+    # In flag mode they only mark rows, so another errata version is a change, not a refusal.
+    Pin("errata.excluded", errata_excluded),
 )
 
 # Repeats for calibration must be one configuration, not just comparable runs.
@@ -97,6 +119,7 @@ CHANGE_PINS: tuple[Pin, ...] = (
     Pin("memory.schema", _at("reconciler", "schema")),
     Pin("graph.server_version", _at("graph", "server_version")),
     Pin("code_version", _at("code_version")),
+    Pin("errata.version", errata_version),
 )
 
 

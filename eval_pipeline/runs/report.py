@@ -476,6 +476,7 @@ def _tier_section(tier: str, s: dict[str, Any], rows: Sequence[ResultRow], judge
             f'<p class="muted">Left out of the rate, never counted as misses: '
             f"{_e(_unscored_note(answerable, judgeless))}.</p>"
         )
+    out.append(_errata_coverage(s))
     abst = (s.get("abstention") or {}).get("coverage")
     if abstaining:
         out.append("<h3>Abstention questions (apart: the system should say it cannot answer)</h3>")
@@ -600,6 +601,56 @@ def _funnel_section(f: dict[str, Any] | None) -> str:
         )
     )
     return "\n".join(out)
+
+
+def _errata_coverage(s: dict[str, Any]) -> str:
+    """Coverage with and without the questions dataset errata call suspect."""
+    e = s.get("errata")
+    if not e:
+        return ""
+    cov, without = s.get("coverage"), e.get("coverage_without_suspect")
+    statuses = ", ".join(f"{k} {v}" for k, v in (e.get("by_status") or {}).items())
+    ids = ", ".join(e.get("suspect_ids") or []) or "none"
+    return (
+        "<h3>Dataset errata</h3>"
+        + table(
+            ["", ("coverage", HIGHER), "n scored", ("task-averaged", HIGHER)],
+            [
+                [
+                    "with suspect questions",
+                    pct(cov["rate"] if cov else None),
+                    num(cov["n_scored"] if cov else 0),
+                    pct(s.get("coverage_task_averaged")),
+                ],
+                [
+                    "without suspect questions",
+                    pct(without["rate"] if without else None),
+                    num(without["n_scored"] if without else 0),
+                    pct(e.get("coverage_task_averaged_without_suspect")),
+                ],
+            ],
+            numeric=(1, 2, 3),
+        )
+        + f'<p class="muted">{num(e.get("flagged"))} question(s) flagged ({_e(statuses)}); '
+        f"suspect (gold in doubt): {_e(ids)}. See docs/errata.md.</p>"
+    )
+
+
+def _errata_line(m: dict[str, Any]) -> str:
+    """What the manifest says the dataset errata did: applied (flag / exclude) or why not."""
+    e = (m.get("pins") or {}).get("errata")
+    if not e:
+        return ""
+    if not e.get("applied"):
+        return f'<p class="muted">Dataset errata: none applied ({_e(e.get("reason"))}).</p>'
+    excluded = e.get("excluded") or []
+    left_out = f"; left out of the sample: {', '.join(excluded)}" if excluded else ""
+    checked = "" if e.get("verified") else " (not yet verified against the pinned file)"
+    return (
+        f'<p class="muted">Dataset errata {_e(e.get("file"))} version {_e(e.get("version"))}'
+        f"{_e(checked)}, mode {_e(e.get('mode'))}: {num(e.get('flagged'))} question(s) "
+        f"flagged{_e(left_out)}.</p>"
+    )
 
 
 def _retrieval_table(s: dict[str, Any]) -> str:
@@ -1027,6 +1078,12 @@ def _question_card(r: ResultRow, text: str | None, judgeless: bool) -> str:
     arms = _x(r, "arms") or {}
     if arms:
         rows.append(("reference arms", _arm_cells(arms)))
+    if flag := _x(r, "errata"):
+        flag = flag if isinstance(flag, dict) else flag.model_dump()
+        links = ", ".join(_e(u) for u in flag.get("source") or [])
+        rows.append(
+            ("dataset errata", f"{_e(flag.get('status'))}: {_e(flag.get('what'))} ({links})")
+        )
     for key, title in (("errors", "system errors (a miss)"), ("notes", "notes")):
         if _x(r, key):
             rows.append((title, "<br>".join(_e(v) for v in _x(r, key))))
@@ -1219,6 +1276,7 @@ def render_run_report(run: RunBundle) -> str:
         _status_banner(run),
         _config_line(run, judgeless),
         _judge_agreement_section(run, judgeless),
+        _errata_line(m),
     ]
     if m.get("comparable") is False:
         header.append(

@@ -25,10 +25,12 @@ Layout (documented in docs/scores.md):
                         abstention_coverage, unjudged}},
                         "split": {questions, question_ids}}   (with --judge-panel),
         "funnel": {"stages", "answerable", "by_type": {question_type: ...}, "abstention"},
-                   each {questions, covered, <stage>: n, unscored, undecided}}},
+                   each {questions, covered, <stage>: n, unscored, undecided}},
         "arms": {"arms": {arm: {coverage, coverage_by_type, abstention_coverage, unscored,
                  unscored_infrastructure}},
-                 "position": {overall, by_type, abstention, outside}}   (with --arms)}},
+                 "position": {overall, by_type, abstention, outside}}   (with --arms),
+        "errata": {flagged, by_status, suspect_ids, coverage_without_suspect,
+                   coverage_task_averaged_without_suspect}   (when errata flag a question)}},
      "judge_panel": {"members": [member], "split": {questions, question_ids}}}
 
 Answerable questions and abstention questions are aggregated apart: `coverage`, `retrieval`,
@@ -49,6 +51,7 @@ from typing import Any
 
 from eval_pipeline.score import arms, panel
 from eval_pipeline.score.attribution import funnel, funnel_markdown
+from eval_pipeline.score.errata_summary import errata_summary
 from eval_pipeline.score.retrieval_metrics import (
     EXCLUDED_ABSTENTION,
     KS,
@@ -169,6 +172,8 @@ def summarize_tier(rows: list[dict[str, Any]]) -> dict[str, Any]:
         **({"judge_panel": panel_summary} if panel_summary else {}),
         # Where each question that was not covered failed (score.attribution).
         "funnel": funnel(rows),
+        # With dataset errata flagging a question: coverage without the suspect ones.
+        **({"errata": errata} if (errata := errata_summary(rows)) else {}),
     }
     # The reference arms' coverage and where the system sits between them (with --arms).
     tier_arms = arms.tier_summary(rows, out)

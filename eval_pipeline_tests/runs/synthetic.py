@@ -75,6 +75,8 @@ PIN_CHANGES: dict[str, tuple[str, Any]] = {
     # Whole: a manifest pins all of it (batches, assignment, version) or, from before
     # batches, none of it.
     "partitioning": ("partitioning", partitioning_pin(2)),
+    # Whole: the errata pin of a run that left a question out (exclude mode).
+    "errata.excluded": ("errata", {"mode": "exclude", "applied": True, "excluded": ["370a8ff4"]}),
 }
 
 

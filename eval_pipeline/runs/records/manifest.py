@@ -95,6 +95,24 @@ class GatePins(Part):
     evidence_recall: str  # "recall_all@10"
 
 
+class ErrataPin(Part):
+    """The dataset errata a run applied (corpus.errata_apply), or why none did."""
+
+    mode: Literal["flag", "exclude", "off"]
+    applied: bool
+    reason: str | None = None  # applied false: why (no errata for this file, --errata off)
+    file: str | None = None
+    version: str | None = None
+    sha256: str | None = None  # of the errata file's bytes
+    # The upstream file the errata name (repo, revision, file name, sha256, size).
+    applies_to: dict[str, Any] | None = None
+    verified: bool | None = None  # the errata file's own word: checked on the pinned file
+    flagged: int = 0  # selected questions with a flag
+    by_status: dict[str, int] = Field(default_factory=dict)
+    excluded: list[str] = Field(default_factory=list)  # left out of the sample (exclude)
+    not_in_file: list[str] = Field(default_factory=list)  # named, but not in the file
+
+
 class TokenizerPin(Part):
     tokenizer: str
     bpe_sha256: str
@@ -116,6 +134,7 @@ class Pins(Part):
     # Reader and graph-agent roles as retrieval ran them: provider-specific role pins.
     llm_roles: dict[str, dict[str, Any]] = Field(default_factory=dict)
     gate: GatePins
+    errata: ErrataPin | None = None  # absent before errata
     tokenizer: TokenizerPin
     code_version: str
 

@@ -75,6 +75,15 @@ class ArmResult(Part):
     infra_failures: list[InfraFailureRecord] = Field(default_factory=list)
 
 
+class ErrataFlag(Part):
+    """A question's dataset errata (corpus.errata.Flag): `suspect` (its gold is in doubt),
+    `corrected` or `note`; the upstream issue(s); what is wrong, in a sentence."""
+
+    status: str
+    source: list[str]
+    what: str
+
+
 class ResultRow(Record):
     """One line of results.jsonl."""
 
@@ -120,6 +129,8 @@ class ResultRow(Record):
     evidence_memory: dict[str, Any] | None = None
     # The reference arms (score.arms), absent without --arms: arm -> its result.
     arms: dict[str, ArmResult] | None = None
+    # Tier 1: the question's dataset errata, null when none name it (absent before errata).
+    errata: ErrataFlag | None = None
 
 
 class Hypothesis(Record):

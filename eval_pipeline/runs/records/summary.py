@@ -150,6 +150,16 @@ class ArmsTierSummary(Part):
     position: ArmsPosition
 
 
+class ErrataSummary(Part):
+    """Tier 1 with and without its suspect questions (score.errata_summary)."""
+
+    flagged: int
+    by_status: dict[str, int] = Field(default_factory=dict)
+    suspect_ids: list[str] = Field(default_factory=list)
+    coverage_without_suspect: RateEstimate | None = None
+    coverage_task_averaged_without_suspect: float | None = None
+
+
 class TierSummary(Part):
     counts: Counts
     infrastructure: InfrastructureReport | None = None
@@ -169,6 +179,7 @@ class TierSummary(Part):
     judge_panel: PanelTierSummary | None = None  # with --judge-panel only
     funnel: Funnel | None = None  # absent before failure stages were attributed
     arms: ArmsTierSummary | None = None  # with --arms only
+    errata: ErrataSummary | None = None  # tier 1, when errata flag a question of the run
 
 
 class AuditedMemory(Part):
