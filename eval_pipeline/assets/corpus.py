@@ -16,6 +16,7 @@ import dagster as dg
 from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.failure_log import records_failures
 from eval_pipeline.assets.handoff import StageOutput, prune_artifacts, publish
+from eval_pipeline.assets.protocol import PROTOCOL_FACT, protocol_result, protocol_spec
 from eval_pipeline.assets.resources import CorpusResource, PathsResource
 from eval_pipeline.corpus.convert import (
     FIXTURES_FILE,
@@ -29,6 +30,7 @@ from eval_pipeline.corpus.convert import (
     manifest_for,
     oracle_by_content,
     plan_corpus,
+    repeated_sessions_report,
 )
 from eval_pipeline.corpus.jsonl import read_jsonl, write_json, write_jsonl
 from eval_pipeline.corpus.tiers import append_tier2_fixtures, select_tiers
@@ -39,6 +41,7 @@ from eval_pipeline.corpus.upstream import (
     file_sha256,
     resolve_upstream,
 )
+from eval_pipeline.score import protocol
 
 UPSTREAM_FILE = "upstream.json"
 
@@ -183,7 +186,8 @@ def longmemeval_upstream(
             "goldens_have_evidence",
             asset="goldens",
             description="Every answerable golden has an evidence turn.",
-        )
+        ),
+        protocol_spec(protocol.REPEATED_SESSIONS, "goldens"),
     ],
 )
 @records_failures
@@ -196,6 +200,7 @@ def goldens(
     tier1, tier2 = corpus.tier_selection()
     plan = plan_corpus(load_upstream(longmemeval_upstream), corpus.sample_spec())
     plan = select_tiers(plan, tier1=tier1, tier2=tier2, light=corpus.light)
+    repeats = protocol.repeated_sessions_check(repeated_sessions_report(plan))
     with publish(context, paths.root(), {"longmemeval_upstream": longmemeval_upstream}) as pub:
         write_jsonl(pub.stage / GOLDENS_FILE, plan.goldens)
         write_json(pub.stage / PLAN_FILE, plan.to_json())
@@ -205,6 +210,7 @@ def goldens(
             sample_spec=plan.spec.model_dump(),
             tiers=plan.tiers,
             options={"corpus": corpus.model_dump()},
+            **{PROTOCOL_FACT: protocol.as_map({protocol.REPEATED_SESSIONS: repeats})},
         )
     context.log.info(
         f"{len(plan.goldens)} goldens (tiers {plan.tiers}) from "
@@ -247,6 +253,7 @@ def goldens(
             ),
         },
     )
+    yield protocol_result(protocol.REPEATED_SESSIONS, repeats)
 
 
 def missing_haystack_sessions(goldens_path: Path, fixtures_path: Path) -> list[str]:
