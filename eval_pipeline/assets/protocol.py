@@ -31,11 +31,11 @@ def protocol_spec(name: str, asset: str) -> dg.AssetCheckSpec:
 
 
 def protocol_result(name: str, status: CheckStatus) -> dg.AssetCheckResult:
-    severe = status.status == "failed" and status.effect != "warns"
+    warns = status.status == "warning" or status.effect == "warns"
     return dg.AssetCheckResult(
         check_name=name,
         passed=status.ok,
-        severity=dg.AssetCheckSeverity.ERROR if severe else dg.AssetCheckSeverity.WARN,
+        severity=dg.AssetCheckSeverity.WARN if warns else dg.AssetCheckSeverity.ERROR,
         description=status.detail,
         metadata={
             "status": status.status,

@@ -91,7 +91,8 @@ def test_the_llm_reader_over_the_wire_holds_the_date(tmp_path, monkeypatch):
             layer.close()
         assert [r.reader_saw_date for r in results] == [True] * 6
         dates = [g["additional_metadata"]["question_date"] for g in GOLDENS[:6]]
-        assert all(d in req.messages[-1]["content"] for d, req in zip(dates, wire.requests))
+        sent = [req.messages[-1]["content"] for req in wire.requests]
+        assert all(d in text for d, text in zip(dates, sent, strict=True))
 
 
 def test_a_reader_returning_a_plain_string_leaves_the_date_unverified():
@@ -140,7 +141,9 @@ def test_abstention_questions_and_only_they_get_the_abstention_rubric():
         assert r["metrics"]["answer_judge"]["rubric"] == expected, r["question_id"]
     status = protocol.abstention_rubric_check(rows, "longmemeval")
     assert status.status == "passed"
-    assert status.detail == "31 judged row(s): 4 under the abstention rubric, 27 under the answer rubric"
+    assert status.detail == (
+        "31 judged row(s): 4 under the abstention rubric, 27 under the answer rubric"
+    )
 
 
 def test_a_judge_path_that_ignores_abstention_fails_the_run(monkeypatch):
@@ -171,7 +174,8 @@ def test_the_model_verdict_records_the_rubric_it_was_sent(tmp_path, monkeypatch)
 
     def judged(wire, layer) -> MetricResult:
         wire.enqueue(ScriptedReply(text='{"verdict": "yes", "reason": "refused"}'))
-        return asyncio.run(verdicts.judge_answer("reference", layer.role("judge"), golden, "no idea"))
+        role = layer.role("judge")
+        return asyncio.run(verdicts.judge_answer("reference", role, golden, "no idea"))
 
     with WireServer() as wire:
         layer = wire_layer(wire, tmp_path, "judge")
@@ -216,9 +220,7 @@ def test_a_top_k_covering_the_haystack_is_flagged_with_the_questions_affected():
     )
     some = protocol.top_k_check(_haystacks(), 5, scope="question", abstention=ABSTAINING)
     assert some.status == "warning"
-    affected = sum(
-        1 for q, n in _haystacks().items() if n <= 5 and q not in ABSTAINING
-    )
+    affected = sum(1 for q, n in _haystacks().items() if n <= 5 and q not in ABSTAINING)
     assert some.detail.startswith(f"{affected} of 27 answerable")
     assert protocol.top_k_check(_haystacks(), 3, scope="question").status == "passed"
     # At batch scope a question can be given any session of the batch.
@@ -259,4 +261,3 @@ def test_batches_merge_to_their_worst_status(statuses, expected):
     )
     assert merged.status == expected
     assert merged.detail == "batch-01: detail 1; batch-02: detail 2"
-
