@@ -21,6 +21,7 @@ from pydantic.fields import FieldInfo
 
 from eval_pipeline.config import SECTIONS, ModelRole, RunConfig
 from eval_pipeline.llm.config import LOCAL_ROLE_DEFAULTS
+from eval_pipeline.score import protocol
 
 # Exit codes of `eval-pipeline run` (docs/cli.md lists them).
 EXIT_OK = 0  # complete: every question measured
@@ -247,6 +248,19 @@ def print_summary(run_dir: Path) -> None:
             print(f"tier {tier} reference arms: {s['arms']['position']['overall']}")
     for line in judge_lines(run_dir):
         print(line)
+    for line in protocol_lines(run_dir):
+        print(line)
+
+
+def protocol_lines(run_dir: Path) -> list[str]:
+    """The protocol checks' statuses in a line, and each failed one's detail."""
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    raw = manifest.get("protocol")
+    head = protocol.summary_line(raw)
+    if head is None:
+        return []
+    failed = [(n, s) for n, s in protocol.read_map(raw).items() if s.status == "failed"]
+    return [head] + [f"  {name}: {s.detail}" for name, s in failed]
 
 
 def judge_lines(run_dir: Path) -> list[str]:

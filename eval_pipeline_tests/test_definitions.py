@@ -72,6 +72,7 @@ def test_corpus_assets_materialize_with_their_own_checks(tmp_path):
         "upstream_not_oracle": True,
         "goldens_have_evidence": True,
         "fixtures_cover_haystacks": True,
+        "protocol_repeated_sessions": True,
     }
     goldens = list(read_jsonl(artifact_dir(result, "goldens") / "goldens.jsonl"))
     assert len(goldens) == 12

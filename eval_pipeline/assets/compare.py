@@ -107,8 +107,8 @@ def _refused_check(refused: ComparisonRefused | None) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         check_name=PINS_CHECK,
         passed=False,
-        description="comparison refused: comparability pins differ: "
-        + ", ".join(refused.pin_names),
+        description="comparison refused: comparability pins differ or protocol checks "
+        "failed: " + ", ".join(refused.pin_names),
         metadata={
             "refused_pins": dg.MetadataValue.json(refused.pin_names),
             "refusal": dg.MetadataValue.md("\n".join(f"- {line}" for line in refused.lines())),
@@ -128,7 +128,8 @@ PINS_CHECK = "run_comparison_pins_match"
             PINS_CHECK,
             asset="run_comparison",
             blocking=True,
-            description="Baseline and candidate share every comparability pin (else: refused).",
+            description="Baseline and candidate share every comparability pin and retrieval "
+            "budget, and neither failed a protocol check (else: refused).",
         )
     ],
 )

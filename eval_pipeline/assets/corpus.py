@@ -16,6 +16,7 @@ import dagster as dg
 from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.failure_log import records_failures
 from eval_pipeline.assets.handoff import StageOutput, prune_artifacts, publish
+from eval_pipeline.assets.protocol import PROTOCOL_FACT, protocol_result, protocol_spec
 from eval_pipeline.assets.resources import CorpusResource, PathsResource
 from eval_pipeline.corpus.convert import (
     FIXTURES_FILE,
@@ -29,6 +30,7 @@ from eval_pipeline.corpus.convert import (
     manifest_for,
     oracle_by_content,
     plan_corpus,
+    repeated_sessions_report,
 )
 from eval_pipeline.corpus.errata_apply import ERRATA_FILE, errata_applier
 from eval_pipeline.corpus.jsonl import read_jsonl, write_json, write_jsonl
@@ -40,6 +42,7 @@ from eval_pipeline.corpus.upstream import (
     file_sha256,
     resolve_upstream,
 )
+from eval_pipeline.score import protocol
 
 UPSTREAM_FILE = "upstream.json"
 
@@ -184,7 +187,8 @@ def longmemeval_upstream(
             "goldens_have_evidence",
             asset="goldens",
             description="Every answerable golden has an evidence turn.",
-        )
+        ),
+        protocol_spec(protocol.REPEATED_SESSIONS, "goldens"),
     ],
 )
 @records_failures
@@ -203,6 +207,7 @@ def goldens(
     plan = plan_corpus(upstream, corpus.sample_spec(), exclude=errata)
     plan = select_tiers(plan, tier1=tier1, tier2=tier2, light=corpus.light)
     applied = errata.record(plan.goldens)
+    repeats = protocol.repeated_sessions_check(repeated_sessions_report(plan))
     with publish(context, paths.root(), {"longmemeval_upstream": longmemeval_upstream}) as pub:
         write_jsonl(pub.stage / GOLDENS_FILE, plan.goldens)
         write_json(pub.stage / PLAN_FILE, plan.to_json())
@@ -214,6 +219,7 @@ def goldens(
             tiers=plan.tiers,
             options={"corpus": corpus.model_dump()},
             errata=applied["pin"],
+            **{PROTOCOL_FACT: protocol.as_map({protocol.REPEATED_SESSIONS: repeats})},
         )
     if applied["pin"].get("not_in_file"):
         context.log.warning(
@@ -261,6 +267,7 @@ def goldens(
             ),
         },
     )
+    yield protocol_result(protocol.REPEATED_SESSIONS, repeats)
 
 
 def missing_haystack_sessions(goldens_path: Path, fixtures_path: Path) -> list[str]:

@@ -19,6 +19,7 @@ from eval_pipeline import __version__, build
 from eval_pipeline.assets.batches import ONE_BATCH
 from eval_pipeline.assets.graph_lease import GRAPH_STEPS
 from eval_pipeline.assets.handoff import StageOutput
+from eval_pipeline.assets.protocol import stage_protocol
 from eval_pipeline.config import ModelRole, RepeatConfig, ScoringConfig
 from eval_pipeline.corpus.batches import BatchKey, partitioning_pin
 from eval_pipeline.corpus.convert import GOLDENS_FILE
@@ -199,6 +200,16 @@ def panel_pins(scoring: ScoringConfig) -> list[dict[str, Any]] | None:
     ] or None
 
 
+def protocol_map(batches: list[StageOutput]) -> dict[str, Any]:
+    """Every protocol check's status the chain's stages published (`score.protocol`), in
+    chain order, merged across batches; scored_run adds its own."""
+    labels = [batch_of_output(o).key for o in batches]
+    out: dict[str, Any] = {}
+    for key in STAGES:
+        out.update(stage_protocol(batches, key, labels))
+    return out
+
+
 def build_manifest(
     corpus_manifest: dict,
     batches: list[StageOutput],
@@ -277,6 +288,9 @@ def build_manifest(
             "code_version": code_version(),
         },
         "comparable": corpus_manifest["comparable"],
+        # The protocol checks' statuses (score.protocol): a failed one that fails the run or
+        # makes it not comparable refuses every comparison (runs.protocol).
+        "protocol": protocol_map(batches),
         "repeat": repeat_record(repeat),
         "memory": memory,
         "llm_usage": {

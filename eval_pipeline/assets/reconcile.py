@@ -4,7 +4,9 @@
 not yet `done` under the same reconciler pins (all of them with `redo`): memory another
 reconciler, version or config made is redone, never kept under this one's name. It writes
 what it distils into the same graph and reports how much of the graph it managed to distil
-(its own checks: completeness, and that the graph still holds what it was built on).
+(its own checks: completeness, and that the graph still holds what it was built on; and the
+protocol check that no session handed to the memory writer carried an evidence marker and
+the memory formed holds none, blocking).
 
 Memory-formation checks (`reconcile.memory_checks`, reading the graph): no duplicate entities
 within a namespace, every superseded fact has its successor, every fact and chunk leads back
@@ -25,21 +27,24 @@ from eval_pipeline.assets.failure_log import records_failures
 from eval_pipeline.assets.graph import checked_store
 from eval_pipeline.assets.graph_lease import GRAPH_POOL, graph_step
 from eval_pipeline.assets.handoff import StageOutput, publish
+from eval_pipeline.assets.protocol import PROTOCOL_FACT, protocol_result, protocol_spec
 from eval_pipeline.assets.resources import (
     GraphResource,
     PathsResource,
     ReconcileResource,
     RepeatResource,
 )
-from eval_pipeline.graph.checks import graph_holds
+from eval_pipeline.graph.checks import evidence_markers, graph_holds
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMError, LLMLayer
 from eval_pipeline.providers import ProviderUnavailable
 from eval_pipeline.providers.formation import MEMORIES_FILE, form_memory
 from eval_pipeline.providers.ingest import IngestProgress
 from eval_pipeline.reconcile import memory_checks, schema
+from eval_pipeline.reconcile.marker_audit import SessionAudit
 from eval_pipeline.reconcile.protocol import ReconcileError, pins_of
 from eval_pipeline.reconcile.runner import ReconcileProgress, ReconcileReport, reconcile_pending
+from eval_pipeline.score import protocol
 
 MAX_FAILURE_ROWS = 50
 LOG_EVERY_S = 10.0
@@ -119,6 +124,7 @@ def report_metadata(report: ReconcileReport, threshold: float) -> dict[str, Any]
             description="The graph still holds the fixtures this reconciliation was built on "
             "(nothing downstream reads a graph another injection replaced).",
         ),
+        protocol_spec(protocol.WRITER_NO_MARKER, "reconciled_graph"),
     ],
 )
 @records_failures
@@ -142,10 +148,12 @@ def reconciled_graph(
         llm = build.reconcile_layer(reconcile, repeat)
     except LLMError as exc:
         raise dg.Failure(f"reconciler LLM: {exc}") from None
+    audit = SessionAudit()
     try:
         with graph_step(context, store, "reconciled_graph"):
-            report = _reconcile(context, store, reconcile, repeat, llm)
+            report = _reconcile(context, store, reconcile, repeat, llm, audit)
             current, why = graph_holds(store, injected_graph.facts["fingerprint"])
+            markers = marker_check(context, audit, evidence_markers(store))
     finally:
         if llm is not None:
             llm.close()
@@ -159,6 +167,7 @@ def reconciled_graph(
             graph_current_reason=why,
             seconds=report.timings.get("total_s"),
             options={"reconcile": reconcile.model_dump()},
+            **{PROTOCOL_FACT: protocol.as_map({protocol.WRITER_NO_MARKER: markers})},
         )
     metadata = report_metadata(report, reconcile.completeness_threshold)
     metadata["artifact_dir"] = dg.MetadataValue.path(str(pub.final))
@@ -173,6 +182,17 @@ def reconciled_graph(
         status=dg.MetadataValue.json(report.status_after),
     )
     yield current_check(current, why)
+    yield protocol_result(protocol.WRITER_NO_MARKER, markers)
+
+
+def marker_check(
+    context: dg.AssetExecutionContext, audit: SessionAudit, memory_markers: list[str]
+) -> protocol.CheckStatus:
+    """The writer's marker check: what the sessions handed over carried, what memory holds."""
+    status = protocol.writer_marker_check(audit.sessions, audit.found, memory_markers)
+    if not status.ok:
+        context.log.error(f"{protocol.WRITER_NO_MARKER}: {status.detail}")
+    return status
 
 
 def completeness_check(
@@ -229,6 +249,7 @@ def _provider_memory(
             eta = "" if p.eta_s is None else f", about {p.eta_s:.0f} s left"
             context.log.info(f"ingested {p.finished}/{p.to_do} sessions ({p.failed} failed){eta}")
 
+    audit = SessionAudit()
     with publish(context, paths.root(), {"injected_graph": injected_graph}) as pub:
         with graph_step(context, store, "reconciled_graph"):
             try:
@@ -239,12 +260,16 @@ def _provider_memory(
                     concurrency=concurrency,
                     progress=progress,
                     memories_path=pub.stage / MEMORIES_FILE,
+                    session_audit=audit,
                 )
             except ProviderUnavailable as exc:
                 raise dg.Failure(f"memory provider unavailable: {exc}") from None
             finally:
                 provider.close()
             current, why = graph_holds(store, injected_graph.facts["fingerprint"])
+            markers = marker_check(
+                context, audit, [*formation.memory_markers, *evidence_markers(store)]
+            )
         report = formation.report
         pub.facts.update(
             pins={**record.pins, "pins_key": record.pins_key},
@@ -257,6 +282,7 @@ def _provider_memory(
             graph_current_reason=why,
             seconds=report.seconds,
             options={"reconcile": reconcile.model_dump()},
+            **{PROTOCOL_FACT: protocol.as_map({protocol.WRITER_NO_MARKER: markers})},
         )
     context.log.info(
         f"{report.ingested} sessions ingested, {report.skipped_done} already, "
@@ -290,6 +316,7 @@ def _provider_memory(
         "(namespace, session) pairs ingested",
     )
     yield current_check(current, why)
+    yield protocol_result(protocol.WRITER_NO_MARKER, markers)
 
 
 def _reconcile(
@@ -298,6 +325,7 @@ def _reconcile(
     reconcile: ReconcileResource,
     repeat: RepeatResource,
     llm: LLMLayer | None,
+    audit: SessionAudit,
 ) -> ReconcileReport:
     try:
         reconciler = build.reconciler(reconcile, llm)
@@ -332,6 +360,7 @@ def _reconcile(
         redo=reconcile.redo,
         progress=progress,
         extra_pins={"sample_identity": identity} if identity else None,
+        audit=audit,
     )
     context.log.info(
         f"{report.done} done, {report.failed} failed, {report.skipped_done} already done, "

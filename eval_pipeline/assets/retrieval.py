@@ -12,7 +12,9 @@ Its checks (computed in its step): the graph is the one built from this chain's 
 fixtures (blocking: else nothing is retrieved); the graph's content fingerprint is the same
 before and after (blocking); no question was left unscored by the pipeline's own
 infrastructure (not blocking: the measured questions are still scored, the bundle is marked
-incomplete, and scored_run's own check then stops the comparison).
+incomplete, and scored_run's own check then stops the comparison). Protocol checks
+(`score.protocol`): the question date reached every reader prompt (not comparable), top_k
+is below every haystack (warns), no question got more than top_k items (blocking).
 """
 
 import json
@@ -30,6 +32,7 @@ from eval_pipeline.assets.batches import QUESTION_BATCHES, batch_of
 from eval_pipeline.assets.failure_log import records_failures
 from eval_pipeline.assets.graph_lease import GRAPH_POOL, graph_answers, graph_step
 from eval_pipeline.assets.handoff import StageOutput, publish
+from eval_pipeline.assets.protocol import PROTOCOL_FACT, protocol_results, protocol_spec
 from eval_pipeline.assets.resources import (
     GraphResource,
     PathsResource,
@@ -52,9 +55,10 @@ from eval_pipeline.retrieve.evidence_trace import TRACE_FILE, evidence_traces
 from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.protocol import RetrievalEnv, RetrieverLoadError
 from eval_pipeline.retrieve.provenance import ProvenanceResolver
-from eval_pipeline.retrieve.reader import READER_PROMPT_VERSION
+from eval_pipeline.retrieve.reader import READER_PROMPT_VERSION, sends_prompt
 from eval_pipeline.retrieve.results import RESULTS_SCHEMA_VERSION, QuestionRetrieval
 from eval_pipeline.retrieve.runner import RetrievalRunner, questions_from_goldens
+from eval_pipeline.score import protocol
 from eval_pipeline.score.tokens import PayloadTokenizer
 from eval_pipeline.tier2.ingestion import INGESTION_FILE, tier2_ingestion
 
@@ -76,9 +80,13 @@ class _Summary:
         self.latency_ms: list[float] = []
         self.reader_ms: list[float] = []
         self.tokens: list[int] = []
+        self.saw_date: dict[str, bool | None] = {}  # the protocol checks' inputs
+        self.returned: dict[str, int] = {}
 
     def add(self, r: QuestionRetrieval) -> None:
         self.questions += 1
+        self.saw_date[r.question_id] = r.reader_saw_date
+        self.returned[r.question_id] = max(len(r.items), len(r.retrieval_context))
         if any(e.startswith("retrieval: ") for e in r.errors):
             self.failed.append(r.question_id)
         if r.infra_failures:
@@ -138,6 +146,8 @@ def graph_currency(
     return graph_holds(graph, injected.facts["fingerprint"])
 
 
+RETRIEVAL_PROTOCOL = (protocol.READER_DATE, protocol.TOP_K_BELOW_HAYSTACK, protocol.WITHIN_TOP_K)
+
 CHECKS = [
     dg.AssetCheckSpec(
         "retrieval_graph_is_current",
@@ -167,6 +177,7 @@ CHECKS = [
         description="No question was left unscored by an infrastructure failure (graph "
         "server, LLM cache, model provider).",
     ),
+    *(protocol_spec(name, "retrieval_results") for name in RETRIEVAL_PROTOCOL),
 ]
 
 
@@ -207,7 +218,15 @@ def retrieval_results(
             # says why, and nothing downstream scores it.
             context.log.error(f"not retrieving: {why}")
             write_jsonl(pub.stage / RESULTS_FILE, [])
-            pub.facts.update(graph_current=False, graph_current_reason=why)
+            nothing = {
+                name: protocol.outcome(name, "not_applicable", "nothing was retrieved")
+                for name in RETRIEVAL_PROTOCOL
+            }
+            pub.facts.update(
+                graph_current=False,
+                graph_current_reason=why,
+                **{PROTOCOL_FACT: protocol.as_map(nothing)},
+            )
             summary, metadata = None, {"graph_current": False}
         else:
             summary, metadata = _retrieve(
@@ -275,6 +294,37 @@ def retrieval_results(
             "first_unscored": dg.MetadataValue.json(unscored[:20]),
         },
     )
+    yield from protocol_results(protocol.read_map(facts.get(PROTOCOL_FACT)))
+
+
+def retrieval_protocol(
+    summary: _Summary,
+    goldens: list[dict],
+    retrieval: RetrievalResource,
+    reader: Any,
+    retriever_name: str,
+    batch_sessions: int | None,
+) -> dict[str, protocol.CheckStatus]:
+    """The protocol checks over what this batch's retrieval handed on."""
+    metas = {g["name"]: g["additional_metadata"] for g in goldens}
+    if retrieval.scope == "question":
+        candidates = {q: len(m["haystack_session_ids"]) for q, m in metas.items()}
+    else:  # a batch-scoped search can return any session of the batch's graph
+        candidates = {q: batch_sessions or 0 for q in metas}
+    return {
+        protocol.READER_DATE: protocol.reader_date_check(
+            summary.saw_date, reader.label, sends_prompt=sends_prompt(reader)
+        ),
+        protocol.TOP_K_BELOW_HAYSTACK: protocol.top_k_check(
+            candidates,
+            retrieval.top_k,
+            scope=retrieval.scope,
+            abstention=[q for q, m in metas.items() if m.get("abstention")],
+        ),
+        protocol.WITHIN_TOP_K: protocol.within_top_k_check(
+            summary.returned, retrieval.top_k, retriever_name
+        ),
+    }
 
 
 def _retrieve(
@@ -379,6 +429,18 @@ def _retrieve(
     if ingestion is not None:
         (pub.stage / INGESTION_FILE).write_text(json.dumps(ingestion, indent=1), "utf-8")
     injection = read_graph_fingerprint(store) or {}
+    injected = reconciled.find("injected_graph")
+    checks = retrieval_protocol(
+        summary,
+        goldens,
+        retrieval,
+        reader,
+        retriever.name,
+        ((injected.facts.get("counts") or {}).get("sessions") if injected else None),
+    )
+    for name, status in checks.items():
+        if not status.ok:
+            context.log.warning(f"{name}: {status.status}: {status.detail}")
     pub.facts.update(
         pins=pins,
         # What the graph retrieval read actually held: the manifest pins this.
@@ -401,6 +463,7 @@ def _retrieve(
         llm_usage=usage,
         seconds=round(wall_s, 3),
         options={"retrieval": retrieval.model_dump()},
+        **{PROTOCOL_FACT: protocol.as_map(checks)},
     )
     if memory_before != memory_after:
         context.log.error("the memory provider's store changed during retrieval")

@@ -3,10 +3,13 @@
 It receives the retrieval results of every question batch of this chain and, through their
 chain of outputs, the goldens, fixtures and graphs they came from; scores every question
 (deterministic metrics always, judged metrics when a judge model is configured), judges the
-reference arms' answers when they ran (`score.arms`), aggregates per tier and writes the
-bundle. Every pin and count in the manifest comes from that chain of outputs (`manifest.py`).
-A question left unscored by an infrastructure failure makes the bundle `incomplete`; the
-asset's blocking check `scored_run_complete` then fails.
+reference arms' answers when they ran (`score.arms`), puts each question that was not covered
+at the stage it failed (`score.attribution`), aggregates per tier and writes the bundle. Every
+pin and count in the manifest comes from that chain of outputs (`manifest.py`). A question
+left unscored by an infrastructure failure makes the bundle `incomplete`; the asset's blocking
+check `scored_run_complete` then fails. Its protocol check (blocking): abstention questions,
+and only they, were judged under the abstention rubric; the manifest's `protocol` map holds it
+and every earlier stage's.
 """
 
 import json
@@ -23,6 +26,7 @@ from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.failure_log import records_failures
 from eval_pipeline.assets.handoff import StageOutput, publish
 from eval_pipeline.assets.manifest import batch_of_output, build_manifest, stage_records
+from eval_pipeline.assets.protocol import protocol_results, protocol_spec
 from eval_pipeline.assets.resources import (
     CorpusResource,
     PathsResource,
@@ -47,7 +51,7 @@ from eval_pipeline.runs.bundle import write_bundle
 from eval_pipeline.runs.calibrate import floor_key
 from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.report import write_run_report
-from eval_pipeline.score import panel
+from eval_pipeline.score import panel, protocol
 from eval_pipeline.score.arms import judge_arms, row_arms
 from eval_pipeline.score.attribution import attribute
 from eval_pipeline.score.judges import judge_batch
@@ -219,7 +223,8 @@ def questions_markdown(rows: list[dict]) -> str:
             blocking=True,
             description="Every question was measured: none left unscored by an infrastructure "
             "failure (else the bundle says `incomplete`, and nothing compares or calibrates it).",
-        )
+        ),
+        protocol_spec(protocol.ABSTENTION_RUBRIC, "scored_run"),
     ],
 )
 @records_failures
@@ -301,6 +306,10 @@ def scored_run(
     )
     if arms_record is not None:
         manifest["arms"] = arms_record  # which arms ran, on what; never a pin
+    rubric = protocol.abstention_rubric_check(rows, scoring.method)
+    if not rubric.ok:
+        context.log.error(f"{protocol.ABSTENTION_RUBRIC}: {rubric.status}: {rubric.detail}")
+    manifest["protocol"][protocol.ABSTENTION_RUBRIC] = rubric.model_dump()
     manifest["dagster_run_id"] = context.run.run_id
     manifest["chain"] = context.run.tags.get(CHAIN_TAG)  # the chain this run was part of
     manifest["status"] = summary["status"]
@@ -338,6 +347,7 @@ def scored_run(
             "run_dir": dg.MetadataValue.path(str(run_dir)),
         },
     )
+    yield from protocol_results({protocol.ABSTENTION_RUBRIC: rubric})
 
 
 def _judge(

@@ -349,6 +349,7 @@ def plan_corpus(
     hasher = hashlib.sha256()
     rows: list[tuple[str, tuple[str, bool], dict]] = []
     by_type: Counter[str] = Counter()
+    repeated: dict[str, list[str]] = {}  # question -> session ids repeated in its haystack
     guard = OracleContentGuard()
     # iter_questions refuses the oracle variant too; the guard here counts for file_stats.
     records = abstention = 0
@@ -356,6 +357,8 @@ def plan_corpus(
         kept = kept_sessions(q, spec.max_sessions_per_question)
         row = golden_row(q, kept, "")
         by_type[q.question_type] += 1
+        if q.repeated_session_ids:
+            repeated[q.question_id] = list(q.repeated_session_ids)
         guard.add(q)
         records += 1
         abstention += q.abstention
@@ -391,6 +394,7 @@ def plan_corpus(
         "by_question_type": dict(sorted(by_type.items())),
         "abstention": abstention,
         "questions_without_distractors": guard.without_distractors,
+        "repeated_sessions": repeated,
     }
     return CorpusPlan(
         upstream,
@@ -418,6 +422,27 @@ def evidence_report(goldens: list[dict]) -> dict[str, Any]:
         "without_evidence_turns_abstention": abstention,
         "without_evidence_turns_unexpected": unexpected,
         "assistant_side_evidence_only": assistant_only,
+    }
+
+
+REPEAT_RULE = "first occurrence kept, each later one dropped"
+
+
+def repeated_sessions_report(plan: CorpusPlan) -> dict[str, Any]:
+    """Session ids repeated within one haystack among the selected questions (found by
+    `longmemeval.parse_record`, which keeps the first): how many, where, and the rule."""
+    in_file = plan.file_stats.get("repeated_sessions") or {}
+    selected = plan.selected_ids
+    questions = {q: ids for q, ids in sorted(in_file.items()) if q in selected}
+    return {
+        "repeats": sum(len(ids) for ids in questions.values()),
+        "haystacks": len(questions),
+        "questions": questions,
+        "in_file": {
+            "repeats": sum(len(ids) for ids in in_file.values()),
+            "haystacks": len(in_file),
+        },
+        "rule": REPEAT_RULE,
     }
 
 
@@ -466,6 +491,7 @@ def manifest_for(plan: CorpusPlan, fixture_stats: dict[str, Any], goldens_sha256
         },
         "file_stats": plan.file_stats,
         "evidence": evidence_report(goldens),
+        "repeated_sessions": repeated_sessions_report(plan),
         "files": {GOLDENS_FILE: goldens_sha256, FIXTURES_FILE: fixture_stats["sha256"]},
     }
 

@@ -60,6 +60,10 @@ class UpstreamQuestion:
     evidence_turn_ids: list[str] = field(default_factory=list)
     evidence_turn_roles: list[str] = field(default_factory=list)
     evidence_texts: list[str] = field(default_factory=list)
+    # Session ids listed again later in this haystack (LongMemEval_S repeats a filler
+    # session with another date, xiaowu0162/LongMemEval#54): the first occurrence is kept,
+    # each repeat dropped and named here, in haystack order.
+    repeated_session_ids: list[str] = field(default_factory=list)
 
     @property
     def stratum(self) -> tuple[str, bool]:
@@ -157,11 +161,6 @@ def parse_record(index: int, raw: Any) -> UpstreamQuestion:
                 f"haystack_session_ids[{i}]",
                 f"invalid session id {sid!r}: must match {SESSION_ID_PATTERN}",
             )
-        if sid in seen:
-            raise fail(
-                f"haystack_session_ids[{i}]", f"session {sid!r} listed twice in one haystack"
-            )
-        seen.add(sid)
         if not isinstance(date, str):
             raise fail(f"haystack_dates[{i}]", f"expected a string, got {_type_name(date)}")
         try:
@@ -172,6 +171,19 @@ def parse_record(index: int, raw: Any) -> UpstreamQuestion:
             raise fail(
                 f"haystack_sessions[{i}]", f"expected a list of turns, got {_type_name(turns)}"
             )
+        if sid in seen:
+            # A repeat within one haystack: deterministic, the first occurrence stays. One
+            # that holds evidence cannot be dropped without losing it, so it is an error.
+            if any(isinstance(t, dict) and t.get("has_answer") is True for t in turns):
+                raise fail(
+                    f"haystack_sessions[{i}]",
+                    f"session {sid!r} is listed again in this haystack with an evidence turn "
+                    "(has_answer): a repeat is dropped, and dropping this one would lose "
+                    "evidence",
+                )
+            q.repeated_session_ids.append(sid)
+            continue
+        seen.add(sid)
         has_evidence = False
         for j, turn in enumerate(turns):
             where = f"haystack_sessions[{i}][{j}]"

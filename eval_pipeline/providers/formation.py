@@ -21,6 +21,7 @@ from eval_pipeline.providers import load_provider
 from eval_pipeline.providers.audit import AuditSummary, MemoryVerdict, audit
 from eval_pipeline.providers.base import MemoryProvider, ProviderEnv, pins_digest
 from eval_pipeline.providers.ingest import IngestProgress, IngestReport, ingest, read_graph
+from eval_pipeline.reconcile.marker_audit import MAX_FOUND, SessionAudit, marker_paths
 
 MEMORIES_FILE = "provider_memories.jsonl"
 
@@ -47,6 +48,8 @@ class Formation(BaseModel):
     report: IngestReport
     audit: AuditSummary
     namespaces: dict[str, list[str]]  # namespace → session ids, time order
+    # Evidence-marker keys in the memories read back (`reconcile.marker_audit`): none, ever.
+    memory_markers: list[str] = []
 
     def census(self) -> dict[str, Any]:
         """The `memory_census` shape (`reconcile.reader`) for a provider's memory."""
@@ -89,8 +92,14 @@ def form_memory(
     concurrency: int | None,
     progress: Callable[[IngestProgress], None] | None = None,
     memories_path: Path | None = None,
+    session_audit: SessionAudit | None = None,
 ) -> Formation:
+    """`session_audit` sees every session as it is about to be handed to the provider, and
+    `Formation.memory_markers` names any evidence marker in the memories read back."""
     namespaces, sessions = read_graph(store)
+    if session_audit is not None:
+        for session in sessions.values():
+            session_audit.see(session)
     report = ingest(
         provider,
         namespaces,
@@ -104,7 +113,14 @@ def form_memory(
     summary, verdicts = audit(memories, sessions, namespaces)
     if memories_path is not None:
         write_verdicts(memories_path, verdicts)
-    return Formation(record=record, report=report, audit=summary, namespaces=namespaces)
+    markers = [f"{ns}: {p}" for ns, held in memories.items() for p in marker_paths(held)]
+    return Formation(
+        record=record,
+        report=report,
+        audit=summary,
+        namespaces=namespaces,
+        memory_markers=markers[:MAX_FOUND],
+    )
 
 
 def write_verdicts(path: Path, verdicts: list[MemoryVerdict]) -> None:

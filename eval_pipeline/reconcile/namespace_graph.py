@@ -255,6 +255,7 @@ def consolidate_namespaces(
     pins_key: str,
     touched: set[str],
     progress: Callable[[int, int], None] | None = None,
+    audit: Any = None,
 ) -> NamespaceReport:
     """Consolidate every namespace not yet consolidated under `pins_key` (or holding a
     session in `touched`, whose session-level memory was rewritten this run)."""
@@ -293,6 +294,8 @@ def consolidate_namespaces(
             }
             missing = [sid for sid in batch if sid not in extractions]
             for session in load_sessions(store, missing) if missing else []:
+                if audit is not None:  # reconcile.marker_audit.SessionAudit
+                    audit.see(session)
                 extractions[session.session_id] = reconciler.extract(session)
             for sid in batch:
                 if sid not in extractions:

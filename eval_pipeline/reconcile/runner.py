@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from eval_pipeline.llm import redact
 from eval_pipeline.reconcile import schema
+from eval_pipeline.reconcile.marker_audit import SessionAudit
 from eval_pipeline.reconcile.models import SessionInput, SessionMemory
 from eval_pipeline.reconcile.namespace_graph import clear_all_namespaces, consolidate_namespaces
 from eval_pipeline.reconcile.protocol import ReconcilerUnavailable, pins_of
@@ -133,6 +134,7 @@ def reconcile_pending(
     redo: bool = False,
     progress: ProgressCallback | None = None,
     extra_pins: dict[str, Any] | None = None,
+    audit: SessionAudit | None = None,
 ) -> ReconcileReport:
     """Blocking form of `reconcile_pending_async` (runs its own event loop)."""
     return _run_sync(
@@ -143,6 +145,7 @@ def reconcile_pending(
             redo=redo,
             progress=progress,
             extra_pins=extra_pins,
+            audit=audit,
         )
     )
 
@@ -155,8 +158,12 @@ async def reconcile_pending_async(
     redo: bool = False,
     progress: ProgressCallback | None = None,
     extra_pins: dict[str, Any] | None = None,
+    audit: SessionAudit | None = None,
 ) -> ReconcileReport:
     """`store` is a GraphStore, or any SessionGraph (e.g. InMemorySessionGraph).
+
+    `audit` sees every session as it is handed to the reconciler (and, for a namespaced
+    one, to its extraction): the evidence-marker audit (`reconcile.marker_audit`).
 
     Sessions done under the same pins are skipped (resume); sessions done or failed under
     other pins (another reconciler, version, config, or `extra_pins` such as a repeat's sample
@@ -219,6 +226,8 @@ async def reconcile_pending_async(
         while (session := await sessions_q.get()) is not None:
             t = time.perf_counter()
             outcome: SessionMemory | BaseException
+            if audit is not None:
+                audit.see(session)
             try:
                 outcome = await call_reconciler(reconciler, session)
             except ReconcilerUnavailable:
@@ -297,7 +306,7 @@ async def reconcile_pending_async(
     namespace_report: dict[str, Any] | None = None
     if namespaced and store is not None:
         consolidation = await asyncio.to_thread(
-            consolidate_namespaces, store, reconciler, pins_key=key, touched=touched
+            consolidate_namespaces, store, reconciler, pins_key=key, touched=touched, audit=audit
         )
         namespace_report = consolidation.model_dump()
     run_s = time.perf_counter() - started

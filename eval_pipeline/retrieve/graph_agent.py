@@ -93,7 +93,9 @@ SCOPE_RULES = {
 
 class GraphAgentRetriever:
     name = "graph_agent"
-    version = 1
+    # 2: at most top_k rows are handed on (protocol check `protocol_within_top_k`: a run's
+    # k is its item budget, whatever the retriever).
+    version = 2
 
     def __init__(
         self,
@@ -177,7 +179,7 @@ class GraphAgentRetriever:
         rows = [(s, row) for s in chosen for row in results[s]]
         if request.scope == "question":
             rows = self._in_haystack(request.question_id, rows, trace)
-        return self._to_output(rows, trace, record_of)
+        return self._to_output(rows, trace, record_of, request.top_k)
 
     def _run_step(
         self,
@@ -257,7 +259,11 @@ class GraphAgentRetriever:
         return out, False
 
     def _to_output(
-        self, rows: list[tuple[int, dict]], trace: RetrievalTrace, record_of: dict[int, int]
+        self,
+        rows: list[tuple[int, dict]],
+        trace: RetrievalTrace,
+        record_of: dict[int, int],
+        top_k: int,
     ) -> RetrievalOutput:
         seen: set[str] = set()
         unique: list[tuple[int, dict, str]] = []
@@ -266,6 +272,11 @@ class GraphAgentRetriever:
             if rendered not in seen:
                 seen.add(rendered)
                 unique.append((step, row, rendered))
+        if len(unique) > top_k:
+            for step, _, _ in unique[top_k:]:
+                trace.queries[record_of[step]].truncated = True
+            trace.note(f"graph_agent: {len(unique)} rows cut to top_k {top_k}")
+            unique = unique[:top_k]
         context, cut = self._fit([u[2] for u in unique], self.payload_cap_tokens)
         if cut:
             for step, _, _ in unique[len(context) :]:

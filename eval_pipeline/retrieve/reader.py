@@ -8,11 +8,16 @@
 
 Abstention is a valid answer (LongMemEval has questions whose answer is not in memory), so it
 is a fixed sentence, never an empty string or None: None means no answer was produced.
+
+What a reader sent is checkable (protocol check `protocol_reader_date`, `score.protocol`): a
+reader that prompts a model returns a `ReaderReply` with the exact prompt it sent, and the
+runner records whether the question date is in it. A reader with no prompt (`sends_prompt =
+False`, the extractive one) returns its answer as a plain string.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 from eval_pipeline.retrieve.terms import content_terms, stems, words
 
@@ -41,17 +46,41 @@ class ReaderError(RuntimeError):
     """The reader produced no answer (the result records answer None and this message)."""
 
 
+class ReaderReply(NamedTuple):
+    """An answer and the exact prompt (system and user text) the reader sent for it."""
+
+    text: str
+    prompt: str
+
+
 @runtime_checkable
 class Reader(Protocol):
+    """`answer` returns the answer, or a `ReaderReply` carrying the prompt it sent. A reader
+    without `sends_prompt = False` that returns a plain string leaves the date unverified."""
+
     label: str
 
-    def answer(self, question: str, question_date: str, context: list[str]) -> str: ...
+    def answer(
+        self, question: str, question_date: str, context: list[str]
+    ) -> str | ReaderReply: ...
+
+
+def as_reply(result: str | ReaderReply) -> tuple[str, str | None]:
+    """(answer, the prompt sent or None) of whatever a reader returned."""
+    if isinstance(result, ReaderReply):
+        return result.text, result.prompt
+    return result, None
+
+
+def sends_prompt(reader: object) -> bool:
+    return bool(getattr(reader, "sends_prompt", True))
 
 
 class ExtractiveReader:
     """The best-matching passage by content-word overlap; ties go to the better rank."""
 
     label = EXTRACTIVE_LABEL
+    sends_prompt = False  # no model, no prompt: the date check does not apply
 
     def answer(self, question: str, question_date: str, context: list[str]) -> str:
         best = best_passage(question, context)
@@ -99,14 +128,13 @@ class LLMReader:
         self.client = client
         self.label = client.config.spec
 
-    def answer(self, question: str, question_date: str, context: list[str]) -> str:
-        completion = self.client.complete_sync(
-            reader_prompt(question, question_date, context), system=READER_SYSTEM
-        )
+    def answer(self, question: str, question_date: str, context: list[str]) -> ReaderReply:
+        prompt = reader_prompt(question, question_date, context)
+        completion = self.client.complete_sync(prompt, system=READER_SYSTEM)
         text = completion.text.strip()
         if not text:
             raise ReaderError(f"reader {self.label} returned an empty answer")
-        return text
+        return ReaderReply(text, f"{READER_SYSTEM}\n\n{prompt}")
 
 
 def make_reader(spec: str, llm: LLMLayer | None) -> Reader:

@@ -64,6 +64,9 @@ class QuestionRetrieval(BaseModel):
     retrieval_latency_ms: float | None = None
     reader_latency_ms: float | None = None
     payload_tokens: int | None = None  # of retrieval_context, pinned tokenizer
+    # Whether the prompt the reader sent held the question date (protocol check
+    # `protocol_reader_date`); None: the reader sent no prompt, or reported none.
+    reader_saw_date: bool | None = None
 
     @property
     def retrieved_turn_ids(self) -> list[str]:

@@ -26,7 +26,7 @@ from eval_pipeline.retrieve.protocol import (
     Scope,
     as_output,
 )
-from eval_pipeline.retrieve.reader import Reader
+from eval_pipeline.retrieve.reader import Reader, as_reply
 from eval_pipeline.retrieve.results import QuestionRetrieval, RetrievedItem
 
 log = logging.getLogger(__name__)
@@ -144,8 +144,11 @@ class RetrievalRunner:
 
         started = time.perf_counter()
         answer: str | None
+        prompt: str | None = None
         try:
-            answer = self.reader.answer(question.question, question.question_date, context)
+            answer, prompt = as_reply(
+                self.reader.answer(question.question, question.question_date, context)
+            )
         except Exception as exc:
             answer = None
             cause = self._cause(exc)
@@ -166,6 +169,7 @@ class RetrievalRunner:
             retrieval_latency_ms=round(retrieval_ms, 3),
             reader_latency_ms=round(reader_ms, 3),
             payload_tokens=self.count_tokens(context) if self.count_tokens else None,
+            reader_saw_date=None if prompt is None else question.question_date in prompt,
         )
 
     def run(

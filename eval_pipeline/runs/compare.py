@@ -4,7 +4,9 @@ Refusal
 -------
 Runs that differ in any comparability pin (see `eval_pipeline.runs.pins`) measured different
 things: `compare` raises `ComparisonRefused` naming every differing pin. A refusal, not a
-warning.
+warning. So is a run that failed a protocol check that fails the run or makes it not
+comparable, and two runs retrieved under different budgets (`eval_pipeline.runs.protocol`:
+top_k, the reader's output budget, the retriever's context cap), each in one line.
 
 Which noise floor
 -----------------
@@ -82,6 +84,7 @@ from eval_pipeline.runs.pins import (
     differing_values,
     pin_values,
 )
+from eval_pipeline.runs.protocol import budget_differences, protocol_refusals
 from eval_pipeline.score.attribution import STAGES, memory_change
 from eval_pipeline.score.stats import mcnemar_paired, median
 
@@ -110,7 +113,8 @@ class ComparisonRefused(ValueError):
         self.differences = list(differences)
         super().__init__(
             f"refusing to compare {base} with {candidate}: {len(self.differences)} "
-            f"comparability pin(s) differ: {', '.join(self.pin_names)}"
+            f"comparability pin(s) differ or protocol check(s) failed: "
+            f"{', '.join(self.pin_names)}"
         )
 
     @property
@@ -428,7 +432,13 @@ def decide(tiers: Sequence[PairedDelta], calibrated: bool) -> tuple[Verdict, str
 
 
 def check_comparable(base: RunBundle, candidate: RunBundle) -> None:
-    differences = differing_pins(base, candidate, COMPARABILITY_PINS)
+    """Refused: differing comparability pins, a failed protocol check of either run, or
+    different retrieval budgets (`runs.protocol`)."""
+    differences = [
+        *differing_pins(base, candidate, COMPARABILITY_PINS),
+        *budget_differences(base, candidate),
+        *protocol_refusals(base, candidate),
+    ]
     if differences:
         raise ComparisonRefused(base.name, candidate.name, differences)
 

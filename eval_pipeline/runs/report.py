@@ -49,6 +49,7 @@ from eval_pipeline.runs.svg import (
     rate_bars,
     value_bars,
 )
+from eval_pipeline.score import protocol
 from eval_pipeline.score.stats import bootstrap_ci
 
 RUN_REPORT = "report.html"
@@ -942,6 +943,25 @@ def _status_banner(run: RunBundle) -> str:
     return '<p class="warn">This bundle records no status (complete or incomplete).</p>'
 
 
+def _protocol_section(run: RunBundle) -> str:
+    """The protocol checks (`score.protocol`): a line of counts, then each check that did
+    not pass, with its status, what a failure does and why."""
+    raw = run.manifest.get("protocol")
+    head = protocol.summary_line(raw)
+    if head is None:
+        return '<p class="muted">This bundle records no protocol checks.</p>'
+    rows = [
+        [_e(name), _e(s.status), _e(s.effect.replace("_", " ")), _e(s.detail)]
+        for name, s in protocol.read_map(raw).items()
+        if not s.ok
+    ]
+    refused = any(s.refuses for s in protocol.read_map(raw).values())
+    cls = "warn" if refused or rows else "muted"
+    note = " No comparison of this run is made." if refused else ""
+    body = table(["check", "status", "if failed", "detail"], rows) if rows else ""
+    return f'<p class="{cls}">{_e(head)}.{note}</p>{body}'
+
+
 def _config_line(run: RunBundle, judgeless: bool) -> str:
     p = run.pins
     judge = p.get("judge")
@@ -1274,6 +1294,7 @@ def render_run_report(run: RunBundle) -> str:
         f'<p class="muted">{_e(run.path)}<br>started {_e(m.get("started_at", "?"))}, '
         f"ended {_e(m.get('ended_at', '?'))}; Dagster run {_e(m.get('dagster_run_id', 'n/a'))}</p>",
         _status_banner(run),
+        _protocol_section(run),
         _config_line(run, judgeless),
         _judge_agreement_section(run, judgeless),
         _errata_line(m),

@@ -183,6 +183,11 @@ class Match:
     coverage: float  # share of the reference's content words and values found (0..1)
     refusal: bool = False
 
+    @property
+    def rubric_applied(self) -> str:
+        """The rubric the rules applied: the abstention rules or the answer rules."""
+        return "abstention" if self.rule.startswith(ABSTENTION_RULE_PREFIX) else "answer"
+
 
 def normalise(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).lower()
@@ -418,6 +423,9 @@ def _found(word: str, response_words: set[str]) -> bool:
     # A longer form of the same word ("vegan" / "veganism"), never a short fragment.
     return len(word) >= 5 and any(r.startswith(word) or word.startswith(r) and len(r) >= 5
                                   for r in response_words)  # fmt: skip
+
+
+ABSTENTION_RULE_PREFIX = "abstention:"  # every rule of the abstention branch says so
 
 
 def decide(

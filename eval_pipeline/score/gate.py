@@ -25,19 +25,25 @@ class MetricResult(BaseModel):
     gating: bool = False
     reason: str = ""
     error: str | None = None
+    # The rubric an answer judge applied ("abstention" | "answer" | "mixed", score.protocol);
+    # None for other metrics and for a judge that does not say.
+    rubric: str | None = None
 
     @classmethod
     def unscored(cls, reason: str, *, gating: bool = False, error: str | None = None):
         return cls(score=None, passed=None, gating=gating, reason=reason, error=error)
 
     @classmethod
-    def judged(cls, score: float, threshold: float, reason: str, *, gating: bool):
+    def judged(
+        cls, score: float, threshold: float, reason: str, *, gating: bool, rubric: str | None = None
+    ):
         return cls(
             score=score,
             threshold=threshold,
             passed=score >= threshold,
             gating=gating,
             reason=reason,
+            rubric=rubric,
         )
 
 

@@ -153,4 +153,6 @@ async def _model_verdict(
         return MetricResult.unscored("judge failed", gating=True, error=str(exc))
     score = 1.0 if verdict.verdict == "yes" else 0.0
     why = verdict.reasoning if isinstance(verdict, ReasonedVerdict) else verdict.reason
-    return MetricResult.judged(score, 1.0, why or verdict.verdict, gating=True)
+    # What the model was told, read from the instruction it was sent (score.protocol).
+    rubric = "abstention" if ABSTENTION_RULE in system else "answer"
+    return MetricResult.judged(score, 1.0, why or verdict.verdict, gating=True, rubric=rubric)

@@ -211,6 +211,8 @@ async def judge_answer(
     rubric = is_rubric(golden)
     model: Verdict | None = None
     reason = ""
+    # The rubric each source applied (the rules', the model's), recorded on the verdict.
+    applied: set[str] = set() if match is None else {match.rubric_applied}
     if needs_model_call(name, match, rubric=rubric, params=params):
         if role is None or role.is_offline:
             return MetricResult.unscored(
@@ -221,11 +223,16 @@ async def judge_answer(
         if result.score is None:
             return result
         model, reason = ("yes" if result.score == 1.0 else "no"), result.reason
+        if result.rubric is not None:
+            applied.add(result.rubric)
     verdict, source = combine(name, match, model, rubric=rubric, params=params)
     if verdict is None:  # pragma: no cover - combine reads the model only when asked for it
         return MetricResult.unscored("judge gave no verdict", gating=True)
     why = reason if source == "model" else source
-    return MetricResult.judged(1.0 if verdict == "yes" else 0.0, 1.0, why, gating=True)
+    applied_rubric = applied.pop() if len(applied) == 1 else "mixed" if applied else None
+    return MetricResult.judged(
+        1.0 if verdict == "yes" else 0.0, 1.0, why, gating=True, rubric=applied_rubric
+    )
 
 
 # --------------------------------------------------------------------------------------------

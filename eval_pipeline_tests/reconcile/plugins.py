@@ -114,3 +114,33 @@ class FixedIdReconciler:
                 ),
             ),
         )
+
+
+class MarkerWritingReconciler:
+    """A plug-in that leaks: it forms the extractive memory, then writes an evidence-marker
+    property into the graph through a connection of its own (the run's last act, `aclose`,
+    so it never races the pipeline's writer)."""
+
+    name = "marker-writer"
+    version = "1"
+
+    def __init__(self, data_dir: str, database: str) -> None:
+        self._inner = ExtractiveReconciler()
+        self._where = {"data_dir": data_dir, "database": database}
+        self.config: dict[str, Any] = {"leaks": True}
+
+    async def reconcile(self, session: SessionInput) -> SessionMemory:
+        memory = self._inner.reconcile(session)
+        memory = await memory if asyncio.iscoroutine(memory) else memory
+        return memory.model_copy(update={"reconciler": self.name})
+
+    async def aclose(self) -> None:
+        from eval_pipeline.graph.store import GraphStore
+
+        store = GraphStore(**self._where, heap="512m")
+        try:
+            store.write_transaction(
+                [("MATCH (c:Chunk) WITH c LIMIT 1 SET c.is_answer_session = true", {})]
+            )
+        finally:
+            store.close()

@@ -74,6 +74,7 @@ def test_materialization_reports_failures_completeness_nodes_and_pins(injected_s
         ("memory_no_duplicate_entities", True, dg.AssetCheckSeverity.ERROR),
         ("memory_provenance_complete", True, dg.AssetCheckSeverity.ERROR),
         ("memory_supersession_complete", True, dg.AssetCheckSeverity.ERROR),
+        ("protocol_writer_sees_no_marker", True, dg.AssetCheckSeverity.ERROR),
         ("reconcile_completeness", False, dg.AssetCheckSeverity.WARN),
         ("reconciled_graph_is_current", True, dg.AssetCheckSeverity.ERROR),
     ]
@@ -99,6 +100,7 @@ def test_materialization_reports_failures_completeness_nodes_and_pins(injected_s
         "memory_no_duplicate_entities": True,
         "memory_supersession_complete": True,
         "memory_provenance_complete": True,
+        "protocol_writer_sees_no_marker": True,
     }
     # Another reconciler never inherits those sessions: every one is redone.
     other = materialize_reconciled(injected_store, {"completeness_threshold": 0.99})

@@ -31,6 +31,24 @@ class EchoRetriever:
         return {"retriever": self.name, "prefix": self.prefix}
 
 
+class ManyRetriever:
+    """Returns `count` items whatever k is (memorybench#64: 30 results against 10)."""
+
+    name = "many"
+
+    def __init__(self, env: RetrievalEnv, *, count: int = 30) -> None:
+        self.count = count
+
+    def retrieve(self, request: RetrievalRequest, trace: RetrievalTrace) -> list[RetrievedItem]:
+        return [
+            RetrievedItem(text=f"item {i}: {request.question}", turn_ids=[], session_ids=[])
+            for i in range(self.count)
+        ]
+
+    def pins(self) -> dict[str, Any]:
+        return {"retriever": self.name, "count": self.count}
+
+
 class NotARetriever:
     """Has no `retrieve`."""
 

@@ -49,9 +49,11 @@ def agent_env(wire, fixture_store, tmp_path):
     layer.close()
 
 
-def _request(qid: str, scope: str = "question") -> RetrievalRequest:
+def _request(qid: str, scope: str = "question", top_k: int = 10) -> RetrievalRequest:
     question, date, _ = QUESTIONS[qid]
-    return RetrievalRequest(question_id=qid, question=question, question_date=date, scope=scope)
+    return RetrievalRequest(
+        question_id=qid, question=question, question_date=date, scope=scope, top_k=top_k
+    )
 
 
 def test_failures_are_fed_back_and_the_write_never_reaches_the_graph(
@@ -115,8 +117,14 @@ def test_question_scope_drops_rows_from_other_haystacks(wire, agent_env):
     assert any("outside the question's haystack" in n for n in trace.notes)
 
     wire.enqueue(step("query", EVERY_TURN), step("finish"))
-    batch = agent.retrieve(_request("q_music", scope="batch"), RetrievalTrace())
+    batch = agent.retrieve(_request("q_music", scope="batch", top_k=20), RetrievalTrace())
     assert len(batch.items) == 11
+    # k is its item budget too (protocol_within_top_k): the rows past it are cut, and said.
+    wire.enqueue(step("query", EVERY_TURN), step("finish"))
+    trace = RetrievalTrace()
+    cut = agent.retrieve(_request("q_music", scope="batch", top_k=10), trace)
+    assert len(cut.items) == len(cut.context) == 10
+    assert "graph_agent: 11 rows cut to top_k 10" in trace.notes
 
 
 def test_payload_cap_truncates_and_is_recorded(wire, agent_env):

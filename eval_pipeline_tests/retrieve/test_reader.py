@@ -73,10 +73,14 @@ def test_llm_reader_over_the_openai_wire_format(tmp_path, monkeypatch):
             assert isinstance(reader, LLMReader)
             assert reader.label.startswith("openai:gpt-4o-mini@http://127.0.0.1")
             wire.enqueue(ScriptedReply(text="  A red Trek.  "), ScriptedReply(text="   "))
-            assert reader.answer("What bike?", "2023/05/30 (Tue) 23:40", CONTEXT) == "A red Trek."
+            reply = reader.answer("What bike?", "2023/05/30 (Tue) 23:40", CONTEXT)
+            assert reply.text == "A red Trek."
             sent = wire.requests[0].messages
             assert sent[0]["role"] == "system"
             assert "Today is 2023/05/30 (Tue) 23:40." in sent[-1]["content"]
+            # The prompt it reports is exactly what went over the wire (the date check
+            # reads it).
+            assert reply.prompt == f"{sent[0]['content']}\n\n{sent[-1]['content']}"
             with pytest.raises(ReaderError, match="empty answer"):
                 reader.answer("What bike?", "2023/05/30", CONTEXT)
         finally:

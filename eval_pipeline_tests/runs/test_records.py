@@ -26,13 +26,14 @@ from eval_pipeline.runs.records import (
     Summary,
     for_writing,
 )
-from eval_pipeline.runs.records.manifest import SampleSpecPin
+from eval_pipeline.runs.records.manifest import ProtocolStatus, SampleSpecPin
 from eval_pipeline.runs.records.results import InfraFailureRecord, Metric, Query
 from eval_pipeline.runs.records.schemas import SCHEMA_DIR, SCHEMAS, stale_schemas
 from eval_pipeline.runs.records.summary import RateEstimate
 from eval_pipeline.runs.records.tier2_summary import IngestionScenario
 from eval_pipeline.runs.report import render_run_report
 from eval_pipeline.score.gate import MetricResult
+from eval_pipeline.score.protocol import CheckStatus
 from eval_pipeline.score.stats import RateEstimate as StatsRateEstimate
 from eval_pipeline.score.summary import summarize
 from eval_pipeline.tier2.ingestion import IngestionResult
@@ -234,6 +235,7 @@ def _rewrite(path: Path, records: list[dict]) -> None:
         (IngestionScenario, set(IngestionResult.model_fields) - {"scenario_id"}),
         (RateEstimate, {f.name for f in dataclasses.fields(StatsRateEstimate)}),
         (SampleSpecPin, set(SampleSpec.model_fields)),
+        (ProtocolStatus, set(CheckStatus.model_fields)),
     ],
     ids=lambda v: getattr(v, "__name__", ""),
 )

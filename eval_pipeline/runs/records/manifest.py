@@ -218,6 +218,14 @@ class ArmsRecord(Part):
     llm_usage: dict[str, Any] | None = None
 
 
+class ProtocolStatus(Part):
+    """One protocol check's outcome (score.protocol.CheckStatus)."""
+
+    status: Literal["passed", "failed", "warning", "not_applicable"]
+    detail: str
+    effect: Literal["fails_run", "not_comparable", "warns"]  # what a failed status does
+
+
 class Manifest(Record):
     """manifest.json of a run bundle."""
 
@@ -226,6 +234,9 @@ class Manifest(Record):
 
     pins: Pins
     comparable: bool
+    # Protocol checks by name (absent before they existed): a failed one whose effect is
+    # fails_run or not_comparable refuses every comparison of the run.
+    protocol: dict[str, ProtocolStatus] | None = None
     repeat: RepeatRecord | None = None
     memory: MemoryCensus | None = None
     llm_usage: LLMUsage | None = None

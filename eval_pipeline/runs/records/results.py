@@ -28,6 +28,7 @@ class Metric(Part):
     gating: bool = False
     reason: str = ""
     error: str | None = None
+    rubric: str | None = None  # the answer judge's rubric: abstention | answer | mixed
 
 
 class RetrievalMetrics(Part):
