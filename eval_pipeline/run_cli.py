@@ -244,12 +244,21 @@ def print_summary(run_dir: Path) -> None:
             f"median payload tokens (covered) {tokens_text}, "
             f"abstention {s['abstention']['questions']} apart"
         )
+        if s.get("funnel"):  # where the questions that were not covered failed
+            print(f"tier {tier} {funnel_line(s['funnel'])}")
         if s.get("arms"):  # --arms: where the system sits between floor and ceiling
             print(f"tier {tier} reference arms: {s['arms']['position']['overall']}")
     for line in judge_lines(run_dir):
         print(line)
     for line in protocol_lines(run_dir):
         print(line)
+
+
+def funnel_line(funnel: dict) -> str:
+    """Answerable questions not covered, by the stage they failed at (abstention apart)."""
+    lost = funnel["answerable"]
+    stages = ", ".join(f"{s} {lost[s]}" for s in funnel["stages"] if lost.get(s))
+    return f"failed at: {stages or 'no stage'} (answerable; see the report's funnel)"
 
 
 def protocol_lines(run_dir: Path) -> list[str]:
