@@ -110,7 +110,9 @@ def add_run_options(p: argparse.ArgumentParser, only: tuple[str, ...] | None = N
             "help": _help(path, field),
         }
         if kind is bool:
-            kwargs["action"] = "store_true"
+            # On by default: `--no-FLAG` turns it off.
+            on = field.default is True
+            kwargs["action"] = argparse.BooleanOptionalAction if on else "store_true"
         else:
             if get_origin(kind) is Literal:
                 kwargs["choices"] = list(get_args(kind))
@@ -245,6 +247,17 @@ def print_summary(run_dir: Path) -> None:
         )
     for line in judge_lines(run_dir):
         print(line)
+    canaries = canary_line(summary)
+    if canaries:
+        print(canaries)
+
+
+def canary_line(summary: dict) -> str | None:
+    """The planted canaries' one line (`score.canaries`): none planted, none said."""
+    from eval_pipeline.score.canaries import canary_verdict
+
+    verdict, line = canary_verdict(summary.get("canaries"))
+    return None if verdict == "off" else line
 
 
 def judge_lines(run_dir: Path) -> list[str]:

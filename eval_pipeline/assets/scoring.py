@@ -28,10 +28,11 @@ from eval_pipeline.assets.resources import (
     RepeatResource,
     ScoringResource,
 )
-from eval_pipeline.assets.retrieval import RESULTS_FILE
+from eval_pipeline.assets.retrieval import CANARY_RESULTS_FILE, RESULTS_FILE
 from eval_pipeline.assets.tags import CHAIN_TAG
 from eval_pipeline.config import ModelRole, ScoringConfig
 from eval_pipeline.corpus.batches import batch_keys
+from eval_pipeline.corpus.canaries import CANARIES_FILE
 from eval_pipeline.corpus.convert import GOLDENS_FILE, MANIFEST_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.llm import LLMLayer, ensure_no_confident_upload
@@ -43,6 +44,7 @@ from eval_pipeline.runs.calibrate import floor_key
 from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.report import write_run_report
 from eval_pipeline.score import panel
+from eval_pipeline.score.canaries import canary_row, canary_summary, canary_verdict
 from eval_pipeline.score.judges import judge_batch
 from eval_pipeline.score.scorer import evidence_level, retrieval_unmeasured, score_question
 from eval_pipeline.score.summary import summarize, summary_markdown
@@ -196,7 +198,17 @@ def questions_markdown(rows: list[dict]) -> str:
             blocking=True,
             description="Every question was measured: none left unscored by an infrastructure "
             "failure (else the bundle says `incomplete`, and nothing compares or calibrates it).",
-        )
+        ),
+        # Blocking: scores of a memory system that loses what it was just told measure a
+        # broken system, so nothing compares or calibrates them (the bundle is still written).
+        dg.AssetCheckSpec(
+            "canaries_returned",
+            asset="scored_run",
+            blocking=True,
+            description="Every planted canary fact was returned by retrieval (its evidence turn "
+            "in the top k): else the memory system is broken, not the dataset. A canary left "
+            "unscored by infrastructure only warns; passes with no canaries planted.",
+        ),
     ],
 )
 @records_failures
@@ -239,6 +251,10 @@ def scored_run(
     rows = add_tier2_scores(rows, goldens, scoring=scoring, repeat=repeat)
     rows, panel_usage = _judge_panel(context, scoring, repeat, goldens, retrievals, rows)
     summary = summarize(rows)
+    canaries = _score_canaries(context, scoring, repeat, batches, tokenizer, level)
+    if canaries is not None:
+        pin = retrieval.inputs["goldens"].facts.get("canaries")
+        summary["canaries"] = canary_summary(canaries, pin)
     # A provider's formation audit, as its reconcile stages recorded it.
     summary["formation_audit"] = merge_audits(
         (o.find("reconciled_graph") or o).facts.get("formation_audit") for o in batches
@@ -282,6 +298,7 @@ def scored_run(
         summary=summary,
         label=scoring.label,
         started=started,
+        canaries=canaries,
     )
     context.log.info(f"run bundle: {run_dir}")
     incomplete = summary["incomplete"]
@@ -294,6 +311,23 @@ def scored_run(
     with publish(context, paths.root(), dict(retrieval_results)) as pub:
         pub.facts.update(run_dir=str(run_dir), status=summary["status"], incomplete=incomplete)
     yield dg.Output(pub.output, metadata=_metadata(summary, manifest, rows, run_dir, report))
+    verdict, line = canary_verdict(summary.get("canaries"))
+    if verdict == "broken":
+        context.log.error(line)
+    yield dg.AssetCheckResult(
+        check_name="canaries_returned",
+        passed=verdict in ("ok", "off"),
+        # Unscored canaries were not checked: a warning, never "broken".
+        severity=dg.AssetCheckSeverity.WARN
+        if verdict == "unchecked"
+        else dg.AssetCheckSeverity.ERROR,
+        description=line,
+        metadata={
+            "planted": (summary.get("canaries") or {}).get("planted", 0),
+            "returned": (summary.get("canaries") or {}).get("returned"),
+            "failed": dg.MetadataValue.json((summary.get("canaries") or {}).get("failed", [])),
+        },
+    )
     causes = incomplete["by_cause"]
     yield dg.AssetCheckResult(
         check_name="scored_run_complete",
@@ -308,6 +342,42 @@ def scored_run(
             "run_dir": dg.MetadataValue.path(str(run_dir)),
         },
     )
+
+
+def _score_canaries(
+    context: dg.AssetExecutionContext,
+    scoring: ScoringResource,
+    repeat: RepeatResource,
+    batches: list[StageOutput],
+    tokenizer: PayloadTokenizer,
+    level: str,
+) -> list[dict] | None:
+    """Every batch's canaries scored as any question is, then read as returned/answered
+    (`score.canaries`); None when none were planted. Never among the tiers' rows."""
+    planted = batches[0].inputs["goldens"].file(CANARIES_FILE)
+    if not planted.exists():
+        return None
+    goldens = {g["name"]: g for g in read_jsonl(planted)}
+    pairs = []
+    for output in batches:
+        batch = batch_of_output(output).key if len(batches) > 1 else None
+        results = output.file(CANARY_RESULTS_FILE)
+        found = {r["question_id"]: r for r in read_jsonl(results)} if results.exists() else {}
+        missing = sorted(set(goldens) - set(found))
+        if missing:
+            raise dg.Failure(
+                f"retrieval_results {batch or ''} lacks the planted canaries {missing[:5]}: "
+                "re-materialize retrieval_results"
+            )
+        pairs += [(batch, QuestionRetrieval.model_validate(found[q])) for q in goldens]
+    retrievals = [r for _, r in pairs]
+    judged, _ = _judge(context, scoring, repeat, goldens, retrievals)
+    rows = []
+    for (batch, r), j in zip(pairs, judged, strict=True):
+        golden = goldens[r.question_id]
+        scored = score_question(golden, r, tokenizer, judged=j, gate_k=scoring.gate_k, level=level)
+        rows.append(canary_row(golden, scored, j, batch=batch, gate_k=scoring.gate_k, level=level))
+    return rows
 
 
 def _judge(
@@ -423,6 +493,7 @@ def _metadata(
         "unscored_infrastructure": incomplete["questions"],
         "unscored_by_cause": dg.MetadataValue.json(incomplete["by_cause"]),
         "questions": len(rows),
+        "canaries": canary_verdict(summary.get("canaries"))[1],
         "judge": manifest["pins"]["judge"]["model"],
         "comparable": manifest["comparable"],
         "configuration": dg.MetadataValue.text(

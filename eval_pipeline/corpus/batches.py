@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_pipeline.corpus.canaries import is_canary
 from eval_pipeline.graph.errors import FixtureError
 from eval_pipeline.reconcile.namespace import namespace_of
 
@@ -53,7 +54,8 @@ class BatchKey(BaseModel):
         return batch
 
     def holds(self, question_id: str) -> bool:
-        return batch_index(question_id, self.batches) == self.index
+        # Every batch holds every canary: each graph instance is checked on its own.
+        return is_canary(question_id) or batch_index(question_id, self.batches) == self.index
 
 
 def batch_keys(batches: int) -> list[BatchKey]:
