@@ -6,6 +6,9 @@ assignment is pinned by content, not by position: a namespace goes to batch
 `sha256(namespace) mod K`, so it does not move when the sample around it changes, and every
 run with the same K puts it in the same batch.
 
+The planted canaries (`corpus.canaries`) are the exception: every batch holds every canary,
+so each graph instance is checked on its own.
+
 Batch keys are the Dagster partition keys of the graph-bound assets: `batch-02-of-04` is the
 second of four (1-based, as people count instances).
 """
