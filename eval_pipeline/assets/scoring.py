@@ -251,7 +251,7 @@ def scored_run(
     rows = add_tier2_scores(rows, goldens, scoring=scoring, repeat=repeat)
     rows, panel_usage = _judge_panel(context, scoring, repeat, goldens, retrievals, rows)
     summary = summarize(rows)
-    canaries = _score_canaries(context, scoring, repeat, batches, tokenizer, level)
+    canaries, canary_usage = _score_canaries(context, scoring, repeat, batches, tokenizer, level)
     if canaries is not None:
         pin = retrieval.inputs["goldens"].facts.get("canaries")
         summary["canaries"] = canary_summary(canaries, pin)
@@ -287,6 +287,9 @@ def scored_run(
         datetime.now(UTC),
         panel_usage=panel_usage,
     )
+    if canary_usage is not None:
+        # The canaries' judge calls, apart from the questions' (whose percentiles they keep).
+        manifest["llm_usage"]["canaries"] = canary_usage
     manifest["dagster_run_id"] = context.run.run_id
     manifest["chain"] = context.run.tags.get(CHAIN_TAG)  # the chain this run was part of
     manifest["status"] = summary["status"]
@@ -351,12 +354,13 @@ def _score_canaries(
     batches: list[StageOutput],
     tokenizer: PayloadTokenizer,
     level: str,
-) -> list[dict] | None:
+) -> tuple[list[dict] | None, Any]:
     """Every batch's canaries scored as any question is, then read as returned/answered
-    (`score.canaries`); None when none were planted. Never among the tiers' rows."""
+    (`score.canaries`), and their judge's usage; None when none were planted. Never among
+    the tiers' rows."""
     planted = batches[0].inputs["goldens"].file(CANARIES_FILE)
     if not planted.exists():
-        return None
+        return None, None
     goldens = {g["name"]: g for g in read_jsonl(planted)}
     pairs = []
     for output in batches:
@@ -371,13 +375,13 @@ def _score_canaries(
             )
         pairs += [(batch, QuestionRetrieval.model_validate(found[q])) for q in goldens]
     retrievals = [r for _, r in pairs]
-    judged, _ = _judge(context, scoring, repeat, goldens, retrievals)
+    judged, usage = _judge(context, scoring, repeat, goldens, retrievals)
     rows = []
     for (batch, r), j in zip(pairs, judged, strict=True):
         golden = goldens[r.question_id]
         scored = score_question(golden, r, tokenizer, judged=j, gate_k=scoring.gate_k, level=level)
         rows.append(canary_row(golden, scored, j, batch=batch, gate_k=scoring.gate_k, level=level))
-    return rows
+    return rows, usage
 
 
 def _judge(

@@ -60,13 +60,11 @@ def canary_row(
     evidence = list(meta["evidence_turn_ids"])
     ranked = list(scored["retrieved_turn_ids"])
     rank = next((i + 1 for i, t in enumerate(ranked) if t in evidence), None)
-    if infra:
-        returned: bool | None = None
-        answered: bool | None = None
-    else:
-        value = scored["retrieval_metrics"][level]["all"][f"recall_all@{gate_k}"]
-        returned = None if value is None else value >= 1.0
-        answered = _answered(judged)
+    # Only a failure of retrieval itself leaves "returned" unknown; a reader's or a judge's
+    # leaves the answer unjudged (the metrics it could not take are null).
+    value = scored["retrieval_metrics"][level]["all"][f"recall_all@{gate_k}"]
+    returned: bool | None = None if value is None else value >= 1.0
+    answered = None if returned is None else _answered(judged)
     status = "unscored" if returned is None else "returned" if returned else "failed"
     return {
         "canary_id": golden["name"],

@@ -109,3 +109,19 @@ def test_an_infrastructure_failure_leaves_a_canary_unscored_never_broken(planted
     verdict, line = canary_verdict(summary)
     assert verdict == "unchecked" and "unscored by infrastructure" in line
     assert canary_verdict(None)[0] == "off"
+
+
+def test_a_judge_failure_leaves_the_answer_unjudged_but_the_recall_decided(planted):
+    from eval_pipeline.score.gate import MetricResult
+
+    golden = planted["canary_ferry"]
+    [evidence] = golden["additional_metadata"]["evidence_turn_ids"]
+    retrieval = _retrieval("canary_ferry", [(evidence, _turn_text(golden, evidence))], "TQV-5583")
+    judged = {"answer_judge": MetricResult.unscored("judge down", gating=True, error="HTTP 500")}
+    scored = score_question(golden, retrieval, PayloadTokenizer(), judged=judged, gate_k=10)
+    row = canary_row(golden, scored, judged, batch=None, gate_k=10, level="turn")
+    assert scored["infra_failures"] and row["infra_failures"]  # the judge's, not retrieval's
+    assert row["returned"] is True and row["answered"] is None and row["status"] == "returned"
+    summary = canary_summary([row], None)
+    assert summary["returned"] == 1 and summary["answered"] is None
+    assert canary_verdict(summary) == ("ok", "canaries: 1 of 1 planted facts returned, not judged")

@@ -161,6 +161,7 @@ class LLMUsage(Part):
     reconcile: StageUsage = None
     judge: StageUsage = None
     judge_panel: dict[str, StageUsage] | None = None  # per panel model
+    canaries: StageUsage = None  # the canaries' judge calls (absent offline)
 
 
 class BatchGraph(GraphPins):
