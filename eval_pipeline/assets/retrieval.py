@@ -371,8 +371,7 @@ def _retrieve(
             (r.model_dump(mode="json") for r in runner.run(questions, progress)),
         )
         wall_s = time.perf_counter() - started
-        if planted:
-            canary_facts = _retrieve_canaries(context, runner, planted, pub)
+        canary_facts = _retrieve_canaries(context, runner, planted, pub) if planted else None
         after = graph_state(store)
         pins = {
             "retriever": retriever.pins(),
@@ -409,7 +408,7 @@ def _retrieve(
         memory=reconciled.facts["memory"] if provider else memory_census(store),
         memory_before=memory_before,
         memory_after=memory_after,
-        canaries=canary_facts if planted else None,
+        canaries=canary_facts,
         questions=summary.questions,
         failed=summary.failed,
         unscored=summary.unscored,
