@@ -113,7 +113,7 @@ def _role(flag: str, prefix: str, help_: str) -> Any:
 
 
 class CorpusConfig(Section):
-    """Which upstream file, which sample, which tiers, how many question batches."""
+    """Which upstream file, which sample, which tiers, canaries, how many question batches."""
 
     upstream: str = Field(
         default="sample",
@@ -167,6 +167,13 @@ class CorpusConfig(Section):
         default=False,
         description="tier 2, light scenarios only (one per use case): a quick check",
         json_schema_extra=cli("--light"),
+    )
+    canaries: bool = Field(
+        default=True,
+        description="plant the canary sessions and questions, scored apart: a memory system "
+        "that cannot return a planted fact fails the run (--no-canaries: a retriever or "
+        "memory system that cannot see them by design)",
+        json_schema_extra=cli("--canaries"),
     )
     batches: int = Field(
         default=1,

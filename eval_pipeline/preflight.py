@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from eval_pipeline import build
 from eval_pipeline.config import RunConfig
 from eval_pipeline.corpus.batches import MAX_BATCHES
+from eval_pipeline.corpus.canaries import load_canaries
 from eval_pipeline.corpus.errata import check_errata_option
 from eval_pipeline.corpus.errors import CorpusError
 from eval_pipeline.corpus.upstream import check_resolvable
@@ -136,6 +137,11 @@ def preflight(run: RunConfig) -> None:
         check_errata_option(corpus.errata_file)
     except CorpusError as exc:
         raise PreflightError(f"--errata-file: {exc}") from None
+    if corpus.canaries:
+        try:
+            load_canaries()  # the bundled set, checked as a corpus is (a cheap read)
+        except (CorpusError, OSError) as exc:
+            raise PreflightError(f"--canaries: {exc} (or run with --no-canaries)") from None
     if graph.backend != "arcadedb" and graph.uri is None:
         raise PreflightError(
             f"--backend {graph.backend} needs --graph-uri: only ArcadeDB is embedded"

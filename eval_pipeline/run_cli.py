@@ -111,7 +111,9 @@ def add_run_options(p: argparse.ArgumentParser, only: tuple[str, ...] | None = N
             "help": _help(path, field),
         }
         if kind is bool:
-            kwargs["action"] = "store_true"
+            # On by default: `--no-FLAG` turns it off.
+            on = field.default is True
+            kwargs["action"] = argparse.BooleanOptionalAction if on else "store_true"
         else:
             if get_origin(kind) is Literal:
                 kwargs["choices"] = list(get_args(kind))
@@ -252,6 +254,9 @@ def print_summary(run_dir: Path) -> None:
         print(line)
     for line in protocol_lines(run_dir):
         print(line)
+    canaries = canary_line(summary)
+    if canaries:
+        print(canaries)
 
 
 def funnel_line(funnel: dict) -> str:
@@ -270,6 +275,14 @@ def protocol_lines(run_dir: Path) -> list[str]:
         return []
     failed = [(n, s) for n, s in protocol.read_map(raw).items() if s.status == "failed"]
     return [head] + [f"  {name}: {s.detail}" for name, s in failed]
+
+
+def canary_line(summary: dict) -> str | None:
+    """The planted canaries' one line (`score.canaries`): none planted, none said."""
+    from eval_pipeline.score.canaries import canary_verdict
+
+    verdict, line = canary_verdict(summary.get("canaries"))
+    return None if verdict == "off" else line
 
 
 def judge_lines(run_dir: Path) -> list[str]:

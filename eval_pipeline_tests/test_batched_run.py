@@ -16,12 +16,15 @@ import dagster as dg
 import pytest
 
 from eval_pipeline.corpus.batches import BatchKey, batch_index, batch_keys, partitioning_pin
+from eval_pipeline.corpus.canaries import is_canary, load_canaries
 from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.graph import server
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline_tests.bundle_checks import assert_summary_recomputes
 from eval_pipeline_tests.chain_runner import Chain
 from eval_pipeline_tests.conftest import new_chain
+
+CANARY_IDS = {q.question_id for q in load_canaries().questions}
 
 
 def batch_dir(chain: Chain, batch: int) -> Path:
@@ -71,6 +74,9 @@ def test_each_batch_runs_on_its_own_instance_holding_only_its_questions(module_c
             ids = {r["q"] for r in store.read("MATCH (q:Question) RETURN q.question_id AS q")}
         finally:
             store.close()
+        # Every batch holds every planted canary beside its own questions.
+        assert {q for q in ids if is_canary(q)} == CANARY_IDS, batch.key
+        ids = {q for q in ids if not is_canary(q)}
         assert ids and all(batch_index(q, 2) == batch.index for q in ids), batch.key
         held[batch.key] = ids
     assert held["batch-01-of-02"].isdisjoint(held["batch-02-of-02"])
@@ -79,6 +85,20 @@ def test_each_batch_runs_on_its_own_instance_holding_only_its_questions(module_c
     for batch in batch_keys(2):
         for stage in ("injected_graph", "reconciled_graph", "retrieval_results"):
             assert f"{stage} [{batch.key}]: ok" in res.stderr, res.stderr
+
+
+@pytest.mark.slow
+def test_both_batches_return_every_planted_canary(runs):
+    two, _, res = runs
+    rows = list(read_jsonl(two / "canaries.jsonl"))
+    # Each canary planted in each batch's graph, retrieved and scored there.
+    assert sorted(r["key"] for r in rows) == sorted(
+        f"{c}@{b.key}" for c in CANARY_IDS for b in batch_keys(2)
+    )
+    assert all(r["status"] == "returned" for r in rows), rows
+    summary = json.loads((two / "summary.json").read_text())["canaries"]
+    assert summary["planted"] == 8 and summary["returned"] == 8 and summary["failed"] == []
+    assert "canaries: 8 of 8 planted facts returned" in res.stdout
 
 
 @pytest.mark.slow

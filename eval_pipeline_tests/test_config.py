@@ -41,7 +41,12 @@ def test_every_flag_of_run_is_a_field_of_the_run_configuration():
         flag for action in run_parser()._actions for flag in action.option_strings
     } - OWN_FLAGS
     aliases = {a for _, field in run_flags().values() for a in _aliases(field)}
-    assert parser_flags == set(run_flags()) | aliases
+    # A switch that is on by default is turned off by its `--no-` spelling (`--no-canaries`).
+    negated = {
+        f"--no-{flag[2:]}" for flag, (_, field) in run_flags().items() if field.default is True
+    }
+    assert negated == {"--no-canaries"}
+    assert parser_flags == set(run_flags()) | aliases | negated
     assert "--reconciler" in aliases  # --memory's other spelling
     fields = leaves(RunConfig)
     for flag, (path, _) in run_flags().items():

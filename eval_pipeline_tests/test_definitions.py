@@ -77,7 +77,11 @@ def test_corpus_assets_materialize_with_their_own_checks(tmp_path):
     goldens = list(read_jsonl(artifact_dir(result, "goldens") / "goldens.jsonl"))
     assert len(goldens) == 12
     fixtures = list(read_jsonl(artifact_dir(result, "session_fixtures") / "fixtures.jsonl"))
-    assert {sid for g in goldens for sid in g["additional_metadata"]["haystack_session_ids"]} == {
+    # The planted canaries are apart from the goldens, their sessions among the fixtures.
+    canaries = list(read_jsonl(artifact_dir(result, "goldens") / "canaries.jsonl"))
+    assert len(canaries) == 4 and not {g["name"] for g in goldens} & {c["name"] for c in canaries}
+    haystacks = [*goldens, *canaries]
+    assert {sid for g in haystacks for sid in g["additional_metadata"]["haystack_session_ids"]} == {
         f["session_id"] for f in fixtures
     }
     # Each output names the one it was made from: the chain a bundle's pins come from.

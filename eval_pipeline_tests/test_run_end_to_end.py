@@ -10,7 +10,7 @@ import json
 import pytest
 
 from eval_pipeline.corpus.jsonl import read_jsonl
-from eval_pipeline.runs.bundle import BUNDLE_FILES
+from eval_pipeline.runs.bundle import BUNDLE_FILES, CANARIES_FILE
 from eval_pipeline.score.verdicts import method_hash
 from eval_pipeline_tests.bundle_checks import assert_summary_recomputes
 from eval_pipeline_tests.wire_server import ScriptedReply, WireServer
@@ -27,8 +27,11 @@ def offline_run(module_chain):
 
 def test_offline_run_writes_a_complete_bundle(offline_run):
     run_dir, res = offline_run
-    # The four bundle files, plus the HTML report run_comparison links to.
-    assert sorted(p.name for p in run_dir.iterdir()) == sorted([*BUNDLE_FILES, "report.html"])
+    # The four bundle files, the planted canaries' rows, and the HTML report run_comparison
+    # links to.
+    assert sorted(p.name for p in run_dir.iterdir()) == sorted(
+        [*BUNDLE_FILES, CANARIES_FILE, "report.html"]
+    )
     html = (run_dir / "report.html").read_text()
     assert "<svg" in html and "https://" not in html
     assert "tier 1: 31 questions" in res.stdout

@@ -18,6 +18,15 @@ from eval_pipeline.assets.failure_log import records_failures
 from eval_pipeline.assets.handoff import StageOutput, prune_artifacts, publish
 from eval_pipeline.assets.protocol import PROTOCOL_FACT, protocol_result, protocol_spec
 from eval_pipeline.assets.resources import CorpusResource, PathsResource
+from eval_pipeline.corpus.canaries import (
+    CANARIES_FILE,
+    CANARY_SET_FILE,
+    canary_goldens,
+    canary_pin,
+    load_canaries,
+    plant_fixtures,
+    refuse_reserved_ids,
+)
 from eval_pipeline.corpus.convert import (
     FIXTURES_FILE,
     GOLDENS_FILE,
@@ -60,6 +69,13 @@ def md_table(header: list[str], rows: list[list[object]]) -> dg.MetadataValue:
 
 def load_upstream(output: StageOutput) -> ResolvedUpstream:
     return ResolvedUpstream.model_validate_json(output.file(UPSTREAM_FILE).read_text("utf-8"))
+
+
+def plan_canaries(goldens: list[dict]) -> tuple[Any, list[dict]]:
+    """The bundled canary set and its question rows for this sample (`corpus.canaries`)."""
+    refuse_reserved_ids(goldens)
+    canaries = load_canaries()
+    return canaries, canary_goldens(canaries, goldens)
 
 
 def load_plan(output: StageOutput) -> CorpusPlan:
@@ -208,10 +224,17 @@ def goldens(
     plan = select_tiers(plan, tier1=tier1, tier2=tier2, light=corpus.light)
     applied = errata.record(plan.goldens)
     repeats = protocol.repeated_sessions_check(repeated_sessions_report(plan))
+    planted = plan_canaries(plan.goldens) if corpus.canaries else None
     with publish(context, paths.root(), {"longmemeval_upstream": longmemeval_upstream}) as pub:
         write_jsonl(pub.stage / GOLDENS_FILE, plan.goldens)
         write_json(pub.stage / PLAN_FILE, plan.to_json())
         write_json(pub.stage / ERRATA_FILE, applied)
+        if planted is not None:
+            # Apart from goldens.jsonl: the question set, sampling and deepeval are unchanged.
+            write_jsonl(pub.stage / CANARIES_FILE, planted[1])
+            # The set itself travels with its questions: the fixtures stage plants this copy.
+            shutil.copyfile(CANARY_SET_FILE, pub.stage / CANARY_SET_FILE.name)
+            pub.facts["canaries"] = canary_pin(*planted)
         pub.facts.update(
             questions=len(plan.goldens),
             goldens_sha256=file_sha256(pub.stage / GOLDENS_FILE),
@@ -238,6 +261,7 @@ def goldens(
             "questions": len(plan.goldens),
             "tiers": plan.tiers,
             "tier2_questions": (plan.tier2 or {}).get("questions", 0),
+            "canaries": len(planted[1]) if planted else 0,
             "abstention": sum(g["additional_metadata"]["abstention"] for g in plan.goldens),
             "sample_spec": dg.MetadataValue.json(plan.spec.model_dump()),
             "sample_requested": plan.requested_sample,
@@ -305,10 +329,20 @@ def session_fixtures(
         spill.mkdir()
         stats = build_fixtures(plan, pub.stage / FIXTURES_FILE, spill_dir=spill)
         stats = append_tier2_fixtures(plan, pub.stage / FIXTURES_FILE, stats)
+        canaries = goldens.file(CANARIES_FILE)
+        if canaries.exists():
+            planted = load_canaries(goldens.file(CANARY_SET_FILE.name))
+            stats = plant_fixtures(
+                pub.stage / FIXTURES_FILE, planted, list(read_jsonl(canaries)), stats
+            )
         manifest = manifest_for(plan, stats, goldens.facts["goldens_sha256"])
+        if canaries.exists():
+            manifest["canaries"] = goldens.facts["canaries"]
         write_json(pub.stage / MANIFEST_FILE, manifest)
         shutil.rmtree(spill, ignore_errors=True)
         missing = missing_haystack_sessions(goldens.file(GOLDENS_FILE), pub.stage / FIXTURES_FILE)
+        if canaries.exists():
+            missing += missing_haystack_sessions(canaries, pub.stage / FIXTURES_FILE)
         pub.facts.update(
             fixtures_sha256=stats["sha256"],
             goldens_sha256=goldens.facts["goldens_sha256"],

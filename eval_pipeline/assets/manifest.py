@@ -239,6 +239,13 @@ def build_manifest(
                 "tiers": corpus_manifest.get("tiers", "1"),
                 "light": corpus_manifest.get("light", False),
                 "tier2_digest": (corpus_manifest.get("tier2") or {}).get("corpus_digest"),
+                # The planted canary set (version, digest, distractors): not a comparability
+                # pin, since canaries are scored apart and never change a tier's score.
+                **(
+                    {"canaries": corpus_manifest["canaries"]}
+                    if corpus_manifest.get("canaries")
+                    else {}
+                ),
                 "goldens_sha256": corpus_manifest["files"][GOLDENS_FILE],
                 "fixtures_sha256": corpus_manifest["files"]["fixtures.jsonl"],
             },

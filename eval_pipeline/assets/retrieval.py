@@ -39,6 +39,7 @@ from eval_pipeline.assets.resources import (
     RepeatResource,
     RetrievalResource,
 )
+from eval_pipeline.corpus.canaries import CANARIES_FILE
 from eval_pipeline.corpus.convert import FIXTURES_FILE, GOLDENS_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl, write_jsonl
 from eval_pipeline.graph.checks import graph_holds, read_graph_fingerprint
@@ -63,6 +64,7 @@ from eval_pipeline.score.tokens import PayloadTokenizer
 from eval_pipeline.tier2.ingestion import INGESTION_FILE, tier2_ingestion
 
 RESULTS_FILE = "retrieval_results.jsonl"
+CANARY_RESULTS_FILE = "canary_results.jsonl"  # the planted canaries' results, apart
 
 
 class _Summary:
@@ -208,6 +210,9 @@ def retrieval_results(
     store = graph.store(batch)
     # This batch's questions: their namespaces are the ones its graph instance holds.
     batch_goldens = [g for g in read_jsonl(goldens.file(GOLDENS_FILE)) if batch.holds(g["name"])]
+    # The planted canaries (every batch holds them all), retrieved apart from the questions.
+    planted = goldens.file(CANARIES_FILE)
+    canaries = list(read_jsonl(planted)) if planted.exists() else []
     with (
         graph_step(context, store, "retrieval_results"),
         publish(context, paths.root(), inputs) as pub,
@@ -230,7 +235,7 @@ def retrieval_results(
             summary, metadata = None, {"graph_current": False}
         else:
             summary, metadata = _retrieve(
-                context, store, retrieval, repeat, batch_goldens, pub, reconciled_graph
+                context, store, retrieval, repeat, batch_goldens, pub, reconciled_graph, canaries
             )
             if retrieval.arms:
                 pub.facts["arms"] = _run_arms(
@@ -327,6 +332,27 @@ def retrieval_protocol(
     }
 
 
+def _retrieve_canaries(
+    context: dg.AssetExecutionContext, runner: RetrievalRunner, planted: list, pub: Any
+) -> dict[str, Any]:
+    """The canary questions through the same retriever and reader, into their own file (never
+    among the questions' results); what they cost."""
+    started = time.perf_counter()
+    unscored: list[str] = []
+
+    def note(done: int, total: int, result: QuestionRetrieval) -> None:
+        if result.infra_failures:
+            unscored.append(result.question_id)
+
+    write_jsonl(
+        pub.stage / CANARY_RESULTS_FILE,
+        (r.model_dump(mode="json") for r in runner.run(planted, note)),
+    )
+    seconds = round(time.perf_counter() - started, 3)
+    context.log.info(f"canaries: {len(planted)} retrieved in {seconds:.2f} s")
+    return {"questions": len(planted), "unscored": unscored, "seconds": seconds}
+
+
 def _retrieve(
     context: dg.AssetExecutionContext,
     store: GraphStore,
@@ -335,6 +361,7 @@ def _retrieve(
     goldens: list[dict],
     pub: Any,
     reconciled: StageOutput,
+    canaries: list[dict] | None = None,
 ) -> tuple[_Summary, dict[str, Any]]:
     """Retrieve and read every question of this batch into the artifact; its facts and the
     materialization's metadata. A provider's memory is searched through the provider the
@@ -345,7 +372,8 @@ def _retrieve(
         provider = ProviderRecord(**record).open() if record else None
     except (ReconcileError, ProviderError) as exc:
         raise dg.Failure(f"memory provider: {exc}") from None
-    namespaces = sorted({namespace_of(q.question_id) for q in questions})
+    planted = questions_from_goldens(canaries or [])
+    namespaces = sorted({namespace_of(q.question_id) for q in [*questions, *planted]})
     tokenizer = PayloadTokenizer()
     summary = _Summary()
     before = graph_state(store)
@@ -402,6 +430,7 @@ def _retrieve(
             (r.model_dump(mode="json") for r in runner.run(questions, progress)),
         )
         wall_s = time.perf_counter() - started
+        canary_facts = _retrieve_canaries(context, runner, planted, pub) if planted else None
         after = graph_state(store)
         pins = {
             "retriever": retriever.pins(),
@@ -454,6 +483,7 @@ def _retrieve(
         memory=reconciled.facts["memory"] if provider else memory_census(store),
         memory_before=memory_before,
         memory_after=memory_after,
+        canaries=canary_facts,
         questions=summary.questions,
         failed=summary.failed,
         unscored=summary.unscored,
@@ -480,6 +510,7 @@ def _retrieve(
     metadata: dict[str, Any] = {
         "batch": context.partition_key if context.has_partition_key else "batch-01-of-01",
         "questions": summary.questions,
+        "canaries": len(planted),
         "retrieval_failed": len(summary.failed),
         "unscored_infrastructure": len(summary.unscored),
         "unscored_by_cause": dg.MetadataValue.json(summary.causes),

@@ -33,10 +33,11 @@ from eval_pipeline.assets.resources import (
     RepeatResource,
     ScoringResource,
 )
-from eval_pipeline.assets.retrieval import RESULTS_FILE
+from eval_pipeline.assets.retrieval import CANARY_RESULTS_FILE, RESULTS_FILE
 from eval_pipeline.assets.tags import CHAIN_TAG
 from eval_pipeline.config import ModelRole, ScoringConfig
 from eval_pipeline.corpus.batches import batch_keys
+from eval_pipeline.corpus.canaries import CANARIES_FILE
 from eval_pipeline.corpus.convert import GOLDENS_FILE, MANIFEST_FILE
 from eval_pipeline.corpus.errata_apply import ERRATA_FILE, read_flags, with_errata
 from eval_pipeline.corpus.jsonl import read_jsonl
@@ -54,6 +55,7 @@ from eval_pipeline.runs.report import write_run_report
 from eval_pipeline.score import panel, protocol
 from eval_pipeline.score.arms import judge_arms, row_arms
 from eval_pipeline.score.attribution import attribute
+from eval_pipeline.score.canaries import canary_row, canary_summary, canary_verdict
 from eval_pipeline.score.judges import judge_batch
 from eval_pipeline.score.scorer import evidence_level, retrieval_unmeasured, score_question
 from eval_pipeline.score.summary import summarize, summary_markdown
@@ -225,6 +227,16 @@ def questions_markdown(rows: list[dict]) -> str:
             "failure (else the bundle says `incomplete`, and nothing compares or calibrates it).",
         ),
         protocol_spec(protocol.ABSTENTION_RUBRIC, "scored_run"),
+        # Blocking: scores of a memory system that loses what it was just told measure a
+        # broken system, so nothing compares or calibrates them (the bundle is still written).
+        dg.AssetCheckSpec(
+            "canaries_returned",
+            asset="scored_run",
+            blocking=True,
+            description="Every planted canary fact was returned by retrieval (its evidence turn "
+            "in the top k): else the memory system is broken, not the dataset. A canary left "
+            "unscored by infrastructure only warns; passes with no canaries planted.",
+        ),
     ],
 )
 @records_failures
@@ -272,6 +284,10 @@ def scored_run(
     rows = attribute(rows, evidence_traces_of(batches))
     rows, arms_record = _score_arms(context, scoring, repeat, goldens, batches, rows)
     summary = summarize(rows)
+    canaries, canary_usage = _score_canaries(context, scoring, repeat, batches, tokenizer, level)
+    if canaries is not None:
+        pin = retrieval.inputs["goldens"].facts.get("canaries")
+        summary["canaries"] = canary_summary(canaries, pin)
     # A provider's formation audit, as its reconcile stages recorded it.
     summary["formation_audit"] = merge_audits(
         (o.find("reconciled_graph") or o).facts.get("formation_audit") for o in batches
@@ -310,6 +326,9 @@ def scored_run(
     if not rubric.ok:
         context.log.error(f"{protocol.ABSTENTION_RUBRIC}: {rubric.status}: {rubric.detail}")
     manifest["protocol"][protocol.ABSTENTION_RUBRIC] = rubric.model_dump()
+    if canary_usage is not None:
+        # The canaries' judge calls, apart from the questions' (whose percentiles they keep).
+        manifest["llm_usage"]["canaries"] = canary_usage
     manifest["dagster_run_id"] = context.run.run_id
     manifest["chain"] = context.run.tags.get(CHAIN_TAG)  # the chain this run was part of
     manifest["status"] = summary["status"]
@@ -321,6 +340,7 @@ def scored_run(
         summary=summary,
         label=scoring.label,
         started=started,
+        canaries=canaries,
     )
     context.log.info(f"run bundle: {run_dir}")
     incomplete = summary["incomplete"]
@@ -333,6 +353,23 @@ def scored_run(
     with publish(context, paths.root(), dict(retrieval_results)) as pub:
         pub.facts.update(run_dir=str(run_dir), status=summary["status"], incomplete=incomplete)
     yield dg.Output(pub.output, metadata=_metadata(summary, manifest, rows, run_dir, report))
+    verdict, line = canary_verdict(summary.get("canaries"))
+    if verdict == "broken":
+        context.log.error(line)
+    yield dg.AssetCheckResult(
+        check_name="canaries_returned",
+        passed=verdict in ("ok", "off"),
+        # Unscored canaries were not checked: a warning, never "broken".
+        severity=dg.AssetCheckSeverity.WARN
+        if verdict == "unchecked"
+        else dg.AssetCheckSeverity.ERROR,
+        description=line,
+        metadata={
+            "planted": (summary.get("canaries") or {}).get("planted", 0),
+            "returned": (summary.get("canaries") or {}).get("returned"),
+            "failed": dg.MetadataValue.json((summary.get("canaries") or {}).get("failed", [])),
+        },
+    )
     causes = incomplete["by_cause"]
     yield dg.AssetCheckResult(
         check_name="scored_run_complete",
@@ -348,6 +385,43 @@ def scored_run(
         },
     )
     yield from protocol_results({protocol.ABSTENTION_RUBRIC: rubric})
+
+
+def _score_canaries(
+    context: dg.AssetExecutionContext,
+    scoring: ScoringResource,
+    repeat: RepeatResource,
+    batches: list[StageOutput],
+    tokenizer: PayloadTokenizer,
+    level: str,
+) -> tuple[list[dict] | None, Any]:
+    """Every batch's canaries scored as any question is, then read as returned/answered
+    (`score.canaries`), and their judge's usage; None when none were planted. Never among
+    the tiers' rows."""
+    planted = batches[0].inputs["goldens"].file(CANARIES_FILE)
+    if not planted.exists():
+        return None, None
+    goldens = {g["name"]: g for g in read_jsonl(planted)}
+    pairs = []
+    for output in batches:
+        batch = batch_of_output(output).key if len(batches) > 1 else None
+        results = output.file(CANARY_RESULTS_FILE)
+        found = {r["question_id"]: r for r in read_jsonl(results)} if results.exists() else {}
+        missing = sorted(set(goldens) - set(found))
+        if missing:
+            raise dg.Failure(
+                f"retrieval_results {batch or ''} lacks the planted canaries {missing[:5]}: "
+                "re-materialize retrieval_results"
+            )
+        pairs += [(batch, QuestionRetrieval.model_validate(found[q])) for q in goldens]
+    retrievals = [r for _, r in pairs]
+    judged, usage = _judge(context, scoring, repeat, goldens, retrievals)
+    rows = []
+    for (batch, r), j in zip(pairs, judged, strict=True):
+        golden = goldens[r.question_id]
+        scored = score_question(golden, r, tokenizer, judged=j, gate_k=scoring.gate_k, level=level)
+        rows.append(canary_row(golden, scored, j, batch=batch, gate_k=scoring.gate_k, level=level))
+    return rows, usage
 
 
 def _judge(
@@ -511,6 +585,7 @@ def _metadata(
         "unscored_infrastructure": incomplete["questions"],
         "unscored_by_cause": dg.MetadataValue.json(incomplete["by_cause"]),
         "questions": len(rows),
+        "canaries": canary_verdict(summary.get("canaries"))[1],
         "judge": manifest["pins"]["judge"]["model"],
         "comparable": manifest["comparable"],
         "configuration": dg.MetadataValue.text(

@@ -6,6 +6,9 @@ assignment is pinned by content, not by position: a namespace goes to batch
 `sha256(namespace) mod K`, so it does not move when the sample around it changes, and every
 run with the same K puts it in the same batch.
 
+The planted canaries (`corpus.canaries`) are the exception: every batch holds every canary,
+so each graph instance is checked on its own.
+
 Batch keys are the Dagster partition keys of the graph-bound assets: `batch-02-of-04` is the
 second of four (1-based, as people count instances).
 """
@@ -21,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from eval_pipeline.corpus.canaries import is_canary
 from eval_pipeline.graph.errors import FixtureError
 from eval_pipeline.reconcile.namespace import namespace_of
 
@@ -53,7 +57,8 @@ class BatchKey(BaseModel):
         return batch
 
     def holds(self, question_id: str) -> bool:
-        return batch_index(question_id, self.batches) == self.index
+        # Every batch holds every canary: each graph instance is checked on its own.
+        return is_canary(question_id) or batch_index(question_id, self.batches) == self.index
 
 
 def batch_keys(batches: int) -> list[BatchKey]:

@@ -1,4 +1,5 @@
-"""Write a run bundle: manifest.json, results.jsonl, summary.json, hypotheses.jsonl.
+"""Write a run bundle: manifest.json, results.jsonl, summary.json, hypotheses.jsonl, and
+canaries.jsonl when canaries were planted.
 
 The bundle is assembled in a staging directory beside the runs directory and renamed into
 place in one step, so a reader never sees half a run and an existing run is never touched.
@@ -27,6 +28,7 @@ from typing import Any
 from eval_pipeline.corpus.jsonl import dumps_line, write_json, write_jsonl
 from eval_pipeline.llm.credentials import PRIVATE_FILE, redact_tree
 from eval_pipeline.runs.records import (
+    CanaryRow,
     Hypothesis,
     Manifest,
     RecordError,
@@ -36,6 +38,7 @@ from eval_pipeline.runs.records import (
 )
 
 BUNDLE_FILES = ("manifest.json", "results.jsonl", "summary.json", "hypotheses.jsonl")
+CANARIES_FILE = "canaries.jsonl"  # beside them when canaries were planted (never required)
 _SECRET_NAME = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
 _LABEL = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -100,10 +103,20 @@ def write_bundle(
     summary: Summary | Mapping[str, Any],
     label: str | None = None,
     started: datetime | None = None,
+    canaries: Iterable[CanaryRow | Mapping[str, Any]] | None = None,
 ) -> Path:
-    """Check every record, then publish the bundle in one rename; its directory path."""
+    """Check every record, then publish the bundle in one rename; its directory path.
+    `canaries`: the planted canaries' rows, written to canaries.jsonl (None: none planted)."""
     try:
         manifest, rows, summary, hyps = bundle_records(manifest, rows, summary)
+        canary_rows = (
+            None
+            if canaries is None
+            else [
+                for_writing(CanaryRow, row, f"{CANARIES_FILE} line {n}")
+                for n, row in enumerate(canaries, 1)
+            ]
+        )
     except RecordError as exc:
         raise RecordError(f"run bundle not written: {exc}") from None
     runs_dir = Path(runs_dir)
@@ -118,6 +131,8 @@ def write_bundle(
         write_jsonl(stage / "results.jsonl", rows)
         write_json(stage / "summary.json", summary)
         write_jsonl(stage / "hypotheses.jsonl", hyps)
+        if canary_rows is not None:
+            write_jsonl(stage / CANARIES_FILE, canary_rows)
         # The project's one redaction: every secret value, whole or any long run of it (an
         # echo that dropped the `sk-` prefix), and private permissions.
         redactions = redact_tree(stage)

@@ -78,6 +78,9 @@ COMPARABILITY_PINS: tuple[Pin, ...] = (
     Pin("corpus.subsampled", _at("corpus", "subsampled")),
     Pin("corpus.tiers", _at("corpus", "tiers")),
     Pin("corpus.tier2_digest", _at("corpus", "tier2_digest")),
+    # Canaries are scored apart, but their sessions share the graph: a retriever ranking by
+    # corpus-wide statistics (BM25) ranks a haystack among 16 more turns (None: none planted).
+    Pin("corpus.canaries", _at("corpus", "canaries", "sha256")),
     Pin("question_set", question_set),
     Pin("scope", _at("scope")),
     Pin("judge.model", _at("judge", "model")),

@@ -962,6 +962,34 @@ def _protocol_section(run: RunBundle) -> str:
     return f'<p class="{cls}">{_e(head)}.{note}</p>{body}'
 
 
+def _canaries_section(run: RunBundle) -> str:
+    """The planted canaries (`score.canaries`), apart from every tier: one line, and a row per
+    canary when the bundle kept them."""
+    from eval_pipeline.runs.bundle import CANARIES_FILE
+    from eval_pipeline.score.canaries import canary_verdict
+
+    verdict, line = canary_verdict(run.summary.get("canaries"))
+    if verdict == "off":
+        return ""
+    path = run.path / CANARIES_FILE
+    text = path.read_text("utf-8") if path.is_file() else ""
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    cells = (
+        [
+            _e(r["key"]),
+            _e(r["status"]),
+            num(r.get("evidence_rank"), "not in the list"),
+            {True: "yes", False: "no", None: "not judged"}[r.get("answered")],
+            _e(_clip(r.get("answer"))),
+        ]
+        for r in rows
+    )
+    cls = "warn" if verdict == "broken" else "muted"
+    return f'<h2>Canaries</h2><p class="{cls}">{_e(line)}</p>' + table(
+        ["canary", "status", "evidence rank", "answered", "answer"], cells, numeric=[2]
+    )
+
+
 def _config_line(run: RunBundle, judgeless: bool) -> str:
     p = run.pins
     judge = p.get("judge")
@@ -1326,6 +1354,7 @@ def render_run_report(run: RunBundle) -> str:
         [
             *header,
             *tiers,
+            _canaries_section(run),
             _run_panel_section(run),
             _run_arms_section(run),
             '<div id="questions"></div>' + _questions_section(run, judgeless),

@@ -173,7 +173,9 @@ def test_mem0_as_it_ships_runs_the_chain_offline_and_compares_with_extractive(ch
     assert manifest["pins"]["reconciler"]["name"] == "mem0"
     assert manifest["memory"]["provider"] == "mem0"
     ingest_ = _stage(chain, "reconciled_graph")["facts"]["ingest"]
-    assert ingest_["namespaces"] == 2 and ingest_["failures"] == []
+    # Two questions' namespaces and the four planted canaries'.
+    assert ingest_["namespaces"] == 2 + 4 and ingest_["failures"] == []
+    assert summary["canaries"]["failed"] == [], summary["canaries"]
     baseline = chain.run("--memory", "extractive", *sample)
     assert baseline.returncode == 0, baseline.stderr[-3000:]
     compared = chain.cli("compare", str(baseline.run_dir), str(ran.run_dir))

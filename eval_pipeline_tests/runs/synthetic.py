@@ -62,6 +62,11 @@ PIN_CHANGES: dict[str, tuple[str, Any]] = {
     "corpus.subsampled": ("corpus.subsampled", True),
     "corpus.tiers": ("corpus.tiers", "all"),
     "corpus.tier2_digest": ("corpus.tier2_digest", "e" * 64),
+    # Whole: the planted set (none in the base run, as in a bundle from before canaries).
+    "corpus.canaries": (
+        "corpus.canaries",
+        {"version": 1, "sha256": "9" * 64, "file": "c.json", "questions": 4, "sessions": 4},
+    ),
     "scope": ("scope", "batch"),
     "judge.model": ("judge.model", "anthropic:claude-haiku"),
     "judge.prompt_hash": ("judge.prompt_hash", "sha256:9999"),

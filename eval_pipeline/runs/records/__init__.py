@@ -1,6 +1,7 @@
 """Typed, versioned records of a run bundle: `Manifest` (manifest.json), `Summary`
 (summary.json), `ResultRow` (a line of results.jsonl), `Hypothesis` (a line of
-hypotheses.jsonl); and, outside the bundle, `eval_pipeline.failure_records.FailureRecord`.
+hypotheses.jsonl), `CanaryRow` (a line of canaries.jsonl, when canaries were planted); and,
+outside the bundle, `eval_pipeline.failure_records.FailureRecord`.
 
 Each carries `schema_version`, an integer per record kind (`*_SCHEMA_VERSION`). Bump it when
 a field changes meaning or type, is removed or becomes required; a field added with a
@@ -11,6 +12,7 @@ docs/schemas/ by `python -m eval_pipeline.runs.records`.
 """
 
 from eval_pipeline.runs.records.base import LEGACY_VERSION, RecordError, for_reading, for_writing
+from eval_pipeline.runs.records.canaries import CANARY_ROW_SCHEMA_VERSION, CanaryRow
 from eval_pipeline.runs.records.manifest import MANIFEST_SCHEMA_VERSION, Manifest, Pins
 from eval_pipeline.runs.records.results import (
     HYPOTHESIS_SCHEMA_VERSION,
@@ -22,6 +24,8 @@ from eval_pipeline.runs.records.results import (
 from eval_pipeline.runs.records.summary import SUMMARY_SCHEMA_VERSION, Summary, TierSummary
 
 __all__ = [
+    "CANARY_ROW_SCHEMA_VERSION",
+    "CanaryRow",
     "HYPOTHESIS_SCHEMA_VERSION",
     "LEGACY_VERSION",
     "MANIFEST_SCHEMA_VERSION",

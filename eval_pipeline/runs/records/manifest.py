@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from eval_pipeline.runs.records.base import Part, Record
+from eval_pipeline.runs.records.canaries import CanaryPin
 from eval_pipeline.runs.records.summary import InfrastructureReport
 
 MANIFEST_SCHEMA_VERSION = 2  # 2: memory.provider
@@ -38,6 +39,7 @@ class CorpusPins(Part):
     tiers: str = "1"
     light: bool = False
     tier2_digest: str | None = None
+    canaries: CanaryPin | None = None  # the planted canary set (absent: none planted)
     goldens_sha256: str
     fixtures_sha256: str
 
@@ -178,6 +180,7 @@ class LLMUsage(Part):
     reconcile: StageUsage = None
     judge: StageUsage = None
     judge_panel: dict[str, StageUsage] | None = None  # per panel model
+    canaries: StageUsage = None  # the canaries' judge calls (absent offline)
 
 
 class BatchGraph(GraphPins):

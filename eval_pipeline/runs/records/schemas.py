@@ -19,6 +19,7 @@ from typing import Any
 
 from eval_pipeline.failure_records import FailureRecord
 from eval_pipeline.runs.records.base import Record
+from eval_pipeline.runs.records.canaries import CanaryRow
 from eval_pipeline.runs.records.manifest import Manifest
 from eval_pipeline.runs.records.results import Hypothesis, ResultRow
 from eval_pipeline.runs.records.summary import Summary
@@ -33,6 +34,7 @@ SCHEMAS: dict[str, type[Record]] = {
     "summary.schema.json": Summary,
     "result-row.schema.json": ResultRow,
     "hypothesis.schema.json": Hypothesis,
+    "canary-row.schema.json": CanaryRow,
     "failure-record.schema.json": FailureRecord,
 }
 

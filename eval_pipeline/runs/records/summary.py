@@ -13,6 +13,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from eval_pipeline.runs.records.base import Part, Record
+from eval_pipeline.runs.records.canaries import CanarySummary
 from eval_pipeline.runs.records.tier2_summary import Ingestion, PassReport, Tier2Panels
 
 SUMMARY_SCHEMA_VERSION = 2  # 2: formation_audit
@@ -217,3 +218,5 @@ class Summary(Record):
     # A memory provider's formation audit (`providers.audit`): None for graph memory.
     formation_audit: FormationAudit | None = None
     judge_panel: PanelRunSummary | None = None  # with --judge-panel only
+    # The planted canaries, scored apart from every tier (absent: none planted).
+    canaries: CanarySummary | None = None
