@@ -4,11 +4,12 @@ turns (in batches, so a 20k-session graph never travels in one message), and cou
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from eval_pipeline.graph.schema import HAS_TURN, SESSION, TURN
 from eval_pipeline.reconcile import schema
+from eval_pipeline.reconcile.memory_system import DEFAULT_SEARCHABLE
 from eval_pipeline.reconcile.models import SessionInput, SessionTurn
 
 READ_STATUSES = f"""
@@ -86,6 +87,20 @@ def memory_census(store: Any) -> dict[str, Any]:
         "pending": pending,
         "sessions": len(states),
     }
+
+
+def declared_searchable(configurations: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The kinds the memory in the graph declares searchable (`IngestSchema.searchable`, the
+    union over the census' configurations that made its sessions); every kind (the raw turns
+    too) for a graph no reconciler registered memory in: it is searched as it is."""
+    if not configurations:
+        return {"turn", *DEFAULT_SEARCHABLE}
+    kinds: set[str] = set()
+    for c in configurations:
+        if c.get("done"):
+            schema = (c.get("pins") or {}).get("schema") or {}
+            kinds.update(schema.get("searchable", DEFAULT_SEARCHABLE))
+    return kinds
 
 
 def status_counts(statuses: dict[str, str]) -> dict[str, int]:

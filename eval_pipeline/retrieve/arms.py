@@ -21,7 +21,6 @@ unscored, never a miss.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -31,9 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.corpus.jsonl import read_jsonl, write_jsonl
 from eval_pipeline.corpus.models import FixtureTurn, SessionFixture
-from eval_pipeline.failures import InfraFailure, error_text, infrastructure_cause
+from eval_pipeline.failures import InfraFailure
 from eval_pipeline.graph.schema import turn_timestamp
 from eval_pipeline.retrieve.reader import Reader
+from eval_pipeline.retrieve.runner import read_answer
 
 Arm = Literal["floor", "ceiling"]
 ARMS: tuple[str, ...] = ("floor", "ceiling")
@@ -133,30 +133,17 @@ def answer_arm(
 ) -> ArmAnswer:
     """The reader's answer on `context`; its failure recorded as the runner records one."""
     meta = golden["additional_metadata"]
-    errors: list[str] = []
-    infra: list[InfraFailure] = []
-    started = time.perf_counter()
-    answer: str | None
-    try:
-        answer = reader.answer(golden["input"], meta["question_date"], context)
-    except Exception as exc:  # noqa: BLE001 - whose failure it was decides how it counts
-        answer = None
-        cause = infrastructure_cause(exc)
-        if cause:
-            infra.append(InfraFailure(stage="reader", cause=cause, error=error_text(exc)))
-        else:
-            errors.append(f"reader: {error_text(exc)}")
-    latency = (time.perf_counter() - started) * 1000
+    read = read_answer(reader, golden["input"], meta["question_date"], context)
     return ArmAnswer(
         question_id=golden["name"],
         arm=arm,  # type: ignore[arg-type]
         reader=reader.label,
-        answer=answer,
+        answer=read.answer,
         context_tokens=count_tokens(context) if count_tokens else None,
         sessions=list(sessions),
-        latency_ms=round(latency, 3),
-        errors=errors,
-        infra_failures=infra,
+        latency_ms=read.latency_ms,
+        errors=read.errors,
+        infra_failures=read.infra,
         context=context,
     )
 

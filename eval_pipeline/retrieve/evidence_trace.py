@@ -23,9 +23,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.graph.schema import TURN
-from eval_pipeline.reconcile.memory_system import DEFAULT_SEARCHABLE
 from eval_pipeline.reconcile.namespace import namespace_of
-from eval_pipeline.reconcile.reader import memory_census
+from eval_pipeline.reconcile.reader import declared_searchable, memory_census
 from eval_pipeline.retrieve.provenance import (
     BUILTIN_SOURCES,
     MAX_IDS_PER_QUERY,
@@ -60,19 +59,6 @@ class EvidenceTrace(BaseModel):
         return all(v == "live" for v in self.held.values())
 
 
-def searchable_kinds(configurations: Sequence[Mapping[str, Any]]) -> set[str]:
-    """What the memory in the graph declares searchable (the census' configurations); every
-    kind for a graph no reconciler registered memory in (searched as it is)."""
-    if not configurations:
-        return {"turn", *DEFAULT_SEARCHABLE}
-    kinds: set[str] = set()
-    for c in configurations:
-        if c.get("done"):
-            schema = (c.get("pins") or {}).get("schema") or {}
-            kinds.update(schema.get("searchable", DEFAULT_SEARCHABLE))
-    return kinds
-
-
 def _statement(source: ProvenanceSource) -> str:
     # Properties a label lacks read as null on both backends; `superseded_by` and
     # `invalid_at` are the namespaced facts' (reconcile.schema).
@@ -94,7 +80,7 @@ def graph_traces(
 ) -> list[EvidenceTrace]:
     """Traces for `questions` (question id -> evidence turn ids) from graph memory."""
     wanted = sorted({t for turns in questions.values() for t in turns})
-    kinds = searchable_kinds(configurations)
+    kinds = declared_searchable(configurations)
     # turn id -> [(namespace or None, node id, superseded)]
     holders: dict[str, list[tuple[str | None, str, bool]]] = {}
     if wanted and "turn" in kinds:

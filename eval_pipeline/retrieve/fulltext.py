@@ -25,9 +25,8 @@ import logging
 from typing import Any
 
 from eval_pipeline.graph.errors import GraphError
-from eval_pipeline.reconcile.memory_system import DEFAULT_SEARCHABLE
 from eval_pipeline.reconcile.namespace import namespace_of
-from eval_pipeline.reconcile.reader import memory_census
+from eval_pipeline.reconcile.reader import declared_searchable, memory_census
 from eval_pipeline.retrieve import fulltext_queries as ftq
 from eval_pipeline.retrieve.guarded_read import GuardedReader
 from eval_pipeline.retrieve.protocol import (
@@ -135,14 +134,7 @@ class FulltextRetriever:
             configurations = memory_census(store)["configurations"]
         except (GraphError, AttributeError, KeyError, TypeError):  # a reader without it
             configurations = []
-        if not configurations:
-            return set(ftq.KINDS)
-        declared: set[str] = set()
-        for c in configurations:
-            if c.get("done"):
-                schema = (c.get("pins") or {}).get("schema") or {}
-                declared.update(schema.get("searchable", DEFAULT_SEARCHABLE))
-        return declared
+        return declared_searchable(configurations)
 
     def _discover(self) -> list[ftq.FulltextSource]:
         store: Any = self.env.store

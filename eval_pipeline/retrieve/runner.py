@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -58,6 +58,40 @@ def question_from_golden(row: dict[str, Any]) -> QuestionInput:
 
 def questions_from_goldens(rows: Iterable[dict[str, Any]]) -> list[QuestionInput]:
     return [question_from_golden(row) for row in rows]
+
+
+class ReaderOutcome(NamedTuple):
+    answer: str | None  # None: no answer was produced
+    prompt: str | None  # what the reader sent a model, when it says
+    errors: list[str]  # the system's own failure (a miss)
+    infra: list[InfraFailure]  # the pipeline's own (unscored)
+    latency_ms: float
+
+
+def read_answer(
+    reader: Reader,
+    question: str,
+    question_date: str,
+    context: list[str],
+    cause: Callable[[BaseException], str | None] = infrastructure_cause,
+) -> ReaderOutcome:
+    """The reader's answer on `context`; a failure recorded by whose it was (`cause`: the
+    pipeline's infrastructure, else the system's own)."""
+    started = time.perf_counter()
+    errors: list[str] = []
+    infra: list[InfraFailure] = []
+    answer: str | None
+    prompt: str | None = None
+    try:
+        answer, prompt = as_reply(reader.answer(question, question_date, context))
+    except Exception as exc:
+        answer = None
+        if kind := cause(exc):
+            infra.append(InfraFailure(stage="reader", cause=kind, error=error_text(exc)))
+        else:
+            errors.append(f"reader: {error_text(exc)}")
+    latency = round((time.perf_counter() - started) * 1000, 3)
+    return ReaderOutcome(answer, prompt, errors, infra, latency)
 
 
 NO_MATCH = "no match: the retriever returned no item for this question"
@@ -138,38 +172,23 @@ class RetrievalRunner:
         retrieval_ms = (time.perf_counter() - started) * 1000
         items = output.items
         context = [i.text for i in items] if output.context is None else list(output.context)
-        errors = list(trace.notes)
         notes = [] if items or context else [NO_MATCH]
-        infra: list[InfraFailure] = []
-
-        started = time.perf_counter()
-        answer: str | None
-        prompt: str | None = None
-        try:
-            answer, prompt = as_reply(
-                self.reader.answer(question.question, question.question_date, context)
-            )
-        except Exception as exc:
-            answer = None
-            cause = self._cause(exc)
-            if cause:
-                infra.append(InfraFailure(stage="reader", cause=cause, error=error_text(exc)))
-            else:
-                errors.append(f"reader: {error_text(exc)}")
-        reader_ms = (time.perf_counter() - started) * 1000
+        read = read_answer(
+            self.reader, question.question, question.question_date, context, self._cause
+        )
         return QuestionRetrieval(
             **base,
             items=items,
             retrieval_context=context,
-            answer=answer,
+            answer=read.answer,
             queries=trace.queries,
-            errors=errors,
+            errors=[*trace.notes, *read.errors],
             notes=notes,
-            infra_failures=infra,
+            infra_failures=read.infra,
             retrieval_latency_ms=round(retrieval_ms, 3),
-            reader_latency_ms=round(reader_ms, 3),
+            reader_latency_ms=read.latency_ms,
             payload_tokens=self.count_tokens(context) if self.count_tokens else None,
-            reader_saw_date=None if prompt is None else question.question_date in prompt,
+            reader_saw_date=None if read.prompt is None else question.question_date in read.prompt,
         )
 
     def run(

@@ -129,11 +129,9 @@ def test_every_arm_answers_every_question_with_the_runs_reader(goldens, tmp_path
     assert facts["per_arm"]["ceiling"] == {"questions": 2, "no_answer": 0, "unscored": []}
 
 
-def test_a_reader_whose_provider_is_down_leaves_the_arm_unscored_not_a_miss(
-    goldens, tmp_path, monkeypatch
-):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-arms")
-    with WireServer(responder=lambda r: ScriptedReply(status=500, text="down")) as server:
+def llm_arm_answer(goldens, tmp_path, reply: ScriptedReply, context: list[str]):
+    """One arm's answer from the real LLM reader over the wire, and the requests it sent."""
+    with WireServer(responder=lambda r: reply) as server:
         model = f"openai_compatible:reader-model@{server.openai_base_url}"
         layer = LLMLayer(
             LLMSettings.from_specs(
@@ -144,9 +142,28 @@ def test_a_reader_whose_provider_is_down_leaves_the_arm_unscored_not_a_miss(
             )
         )
         try:
-            answer = answer_arm(LLMReader(layer.role("reader")), goldens["3c9e51a2"], "floor", [])
+            reader = LLMReader(layer.role("reader"))
+            answer = answer_arm(reader, goldens["3c9e51a2"], "ceiling", context)
         finally:
             layer.close()
-        assert server.request_count > 0  # the reader really was called
+        return answer, list(server.requests)
+
+
+def test_an_llm_readers_reply_is_the_arms_answer(goldens, tmp_path, monkeypatch):
+    # The LLM reader hands back its reply with the prompt it sent; the arm keeps the text.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-arms")
+    answer, requests = llm_arm_answer(
+        goldens, tmp_path, ScriptedReply(text="Clint Yeastwood."), ["[2023-05-20] a turn"]
+    )
+    assert answer.answer == "Clint Yeastwood." and not answer.errors and not answer.infra_failures
+    assert len(requests) == 1 and "a turn" in requests[0].last_user_text
+
+
+def test_a_reader_whose_provider_is_down_leaves_the_arm_unscored_not_a_miss(
+    goldens, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-arms")
+    answer, requests = llm_arm_answer(goldens, tmp_path, ScriptedReply(status=500, text="down"), [])
+    assert requests  # the reader really was called
     assert answer.answer is None and answer.errors == []  # not the reader's own failure
     assert [(f.stage, f.cause) for f in answer.infra_failures] == [("reader", "llm_provider")]

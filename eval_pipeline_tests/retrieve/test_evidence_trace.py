@@ -4,11 +4,11 @@ and from a provider's memories."""
 from __future__ import annotations
 
 from eval_pipeline.providers.base import StoredMemory
+from eval_pipeline.reconcile.reader import declared_searchable
 from eval_pipeline.retrieve.evidence_trace import (
     EvidenceTrace,
     graph_traces,
     provider_traces,
-    searchable_kinds,
 )
 
 EXTRACTIVE_LIKE = [{"done": 3, "pins": {"schema": {"searchable": ["chunk", "fact"]}}}]
@@ -56,9 +56,9 @@ def test_a_searchable_transcript_holds_every_injected_turn(scratch_store):
 
 
 def test_searchable_kinds_follow_the_registered_memory():
-    assert searchable_kinds([]) >= {"turn", "chunk"}
-    assert searchable_kinds(EXTRACTIVE_LIKE) == {"chunk", "fact"}
-    assert searchable_kinds([{"done": 0, "pins": {"schema": {"searchable": ["turn"]}}}]) == set()
+    assert declared_searchable([]) >= {"turn", "chunk"}
+    assert declared_searchable(EXTRACTIVE_LIKE) == {"chunk", "fact"}
+    assert declared_searchable([{"done": 0, "pins": {"schema": {"searchable": ["turn"]}}}]) == set()
 
 
 def test_provider_memories_trace_by_turn_or_by_session():
