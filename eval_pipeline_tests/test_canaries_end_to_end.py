@@ -56,6 +56,14 @@ def test_a_memory_that_stores_nothing_fails_canaries_returned_and_the_run_says_s
     assert BROKEN in last
     rows = list(read_jsonl(res.run_dir / "canaries.jsonl"))
     assert {r["status"] for r in rows} == {"failed"} and not any(r["infra_failures"] for r in rows)
+    # The diagnosis (issue 26): nothing was stored, so every answerable question that was not
+    # covered failed at formation, and its evidence memory says so.
+    answerable = [r for r in read_jsonl(res.run_dir / "results.jsonl") if not r["abstention"]]
+    assert answerable and all(r["covered"] is False for r in answerable)
+    assert {r["failure_stage"] for r in answerable} == {"formation"}
+    assert all(set(r["evidence_memory"]["held"].values()) == {"absent"} for r in answerable)
+    funnel = _summary(res.run_dir)["tiers"]["1"]["funnel"]["answerable"]
+    assert funnel["formation"] == len(answerable) and funnel["covered"] == 0
 
 
 @pytest.mark.slow
