@@ -16,6 +16,7 @@ from typing import Any
 import neo4j.exceptions
 
 from eval_pipeline.corpus.batches import batch_index
+from eval_pipeline.corpus.canaries import CANARY_PREFIX
 from eval_pipeline.graph import server
 from eval_pipeline.reconcile.extractive import ExtractiveReconciler
 from eval_pipeline.retrieve.fulltext import FulltextRetriever
@@ -69,6 +70,8 @@ class KilledInBatchTwoRetriever(FulltextRetriever):
     name = "killed-in-batch-two"
 
     def retrieve(self, request: RetrievalRequest, trace: RetrievalTrace) -> Any:
-        if batch_index(request.question_id, 2) == 2:
+        # Canaries are planted in every batch: only a question of batch 2 itself kills it.
+        own = not request.question_id.startswith(CANARY_PREFIX)
+        if own and batch_index(request.question_id, 2) == 2:
             os.kill(os.getpid(), signal.SIGKILL)
         return super().retrieve(request, trace)

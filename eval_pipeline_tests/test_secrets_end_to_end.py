@@ -46,6 +46,9 @@ def test_every_role_against_an_echoing_endpoint_leaves_no_secret_anywhere(chain)
             "reconciler: llm\n"
             f"reconciler-model: {anthropic}\n"
             "sample: 10\n"
+            # An echoing model cannot find a planted fact: the canaries would fail the run,
+            # which this test is not about.
+            "canaries: false\n"
             "runs-dir: " + str(chain.state / "runs") + "\n"
         )
         res = chain.run("--config", str(cfg), env=SECRETS)

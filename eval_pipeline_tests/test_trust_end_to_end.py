@@ -263,7 +263,8 @@ def test_repeats_are_fresh_samples_and_a_salt_reproduces_them(chain, tmp_path):
         assert res.returncode == 0, res.stderr[-3000:]
         first, second = res.run_dirs
         calls_one = server.request_count
-        questions = len(rows_of(first))
+        # Every question and every planted canary, in each repeat.
+        questions = len(rows_of(first)) + len(list(read_jsonl(first / "canaries.jsonl")))
         assert calls_one == 2 * questions  # each repeat asked the model itself
         m1, m2 = (json.loads((d / "manifest.json").read_text()) for d in (first, second))
         salt = m1["repeat"]["salt"]
