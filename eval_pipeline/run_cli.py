@@ -359,12 +359,8 @@ def report(outcome: Any) -> int:
                 f"eval-pipeline: error: stage {repeat.failed.name} failed: {repeat.failed.error}",
                 file=sys.stderr,
             )
-            if not (repeat.incomplete and repeat.failed.name == "scored_run"):
-                code = EXIT_FAILED
-                continue
-        if repeat.incomplete:
-            # Incomplete wins over another failed check of scored_run (a canary not returned):
-            # the bundle exists, and its numbers do not cover every question.
+            code = EXIT_FAILED
+        elif repeat.incomplete:
             _print_incomplete(Path(repeat.run_dir) if repeat.run_dir else None)
             code = code if code == EXIT_FAILED else EXIT_INCOMPLETE
     if not run_dirs and code == EXIT_OK:
