@@ -54,7 +54,8 @@ from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.report import write_run_report
 from eval_pipeline.score import panel, protocol
 from eval_pipeline.score.arms import judge_arms, row_arms
-from eval_pipeline.score.attribution import attribute
+from eval_pipeline.score.arms import markdown as arms_markdown
+from eval_pipeline.score.attribution import attribute, funnel_markdown
 from eval_pipeline.score.canaries import canary_row, canary_summary, canary_verdict
 from eval_pipeline.score.judges import judge_batch
 from eval_pipeline.score.scorer import evidence_level, retrieval_unmeasured, score_question
@@ -140,9 +141,16 @@ def summary_metadata(summary: dict) -> dict[str, dg.MetadataValue]:
     inline but folds a long one behind a link, so the first tier's tables stay in view."""
     out: dict[str, dg.MetadataValue] = {}
     for i, (tier, s) in enumerate(summary["tiers"].items()):
-        tables = {k: v for k, v in s.items() if k != "panels"}
+        # Long sections get entries of their own, the summary's tables stay short.
+        tables = {k: v for k, v in s.items() if k not in ("panels", "funnel", "arms")}
         key = "summary" if i == 0 else f"summary_tier{tier}"
         out[key] = dg.MetadataValue.md(summary_markdown({"tiers": {tier: tables}}))
+        if s.get("funnel"):
+            out[f"tier{tier}_failure_funnel"] = dg.MetadataValue.md(
+                "\n".join(funnel_markdown(s["funnel"]))
+            )
+        if s.get("arms"):
+            out[f"tier{tier}_arms"] = dg.MetadataValue.md("\n".join(arms_markdown(s["arms"])))
         if s.get("panels"):
             out[f"tier{tier}_panels"] = dg.MetadataValue.md(tier2_panels_markdown(s["panels"]))
         if s.get("pass_criteria"):
