@@ -157,15 +157,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CorpusError, UsageError, LLMError, PreflightError) as exc:
-        print(f"eval-pipeline: error: {exc}", file=sys.stderr)
-        return 2
+    except (CorpusError, UsageError, LLMError, PreflightError, OSError) as exc:
+        return _bad_input(args, str(exc))
     except ValidationError as exc:
-        print(f"eval-pipeline: error: {option_error(exc)}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"eval-pipeline: error: {exc}", file=sys.stderr)
-        return 2
+        return _bad_input(args, option_error(exc))
+
+
+def _bad_input(args: argparse.Namespace, message: str) -> int:
+    """One line on stderr, exit 2; with `--json` also the error document on stdout."""
+    print(f"eval-pipeline: error: {message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        from eval_pipeline.runs.outcome import ErrorOutput, dumps
+
+        print(dumps(ErrorOutput(command=args.command, exit_code=2, error=message)))
+    return 2
 
 
 if __name__ == "__main__":
