@@ -215,3 +215,19 @@ def test_report_json_names_the_report(tmp_path, capsys):
     assert (run / "report.html").is_file()
     assert cli.main(["report", str(tmp_path / "nope"), "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["outcome"] == "error"
+
+
+# --- the documents' published schemas --------------------------------------------------------
+
+
+def test_the_committed_cli_schemas_are_what_the_models_generate(tmp_path, capsys):
+    from eval_pipeline.runs.output_schemas import SCHEMA_DIR, SCHEMAS, main, stale
+
+    assert stale() == [], "regenerate: python -m eval_pipeline.runs.output_schemas"
+    assert sorted(p.name for p in SCHEMA_DIR.glob("*.schema.json")) == sorted(SCHEMAS)
+    out = tmp_path / "cli"
+    assert main(["--out", str(out)]) == 0
+    (out / "compare.schema.json").write_text("{}\n")
+    assert main(["--out", str(out), "--check"]) == 1
+    assert "compare.schema.json" in capsys.readouterr().err
+
