@@ -505,7 +505,8 @@ def options_markdown() -> str:
                 )
         out.append("")
     out += [
-        "`--verbose` (not an option of the chain) also prints Dagster's own log lines; "
+        "`--verbose` (not an option of the chain) also prints Dagster's own log lines, and "
+        "`--json` prints one JSON document on stdout instead of the summary; "
         "`--config FILE` reads the options from a YAML or JSON file, and an option given on "
         "the command line wins over the file. An unknown key or a bad value is refused with "
         "one line naming the option, before anything runs.",
