@@ -410,9 +410,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "RUN: a leaderboard to pick a baseline from.",
     )
     p.add_argument("--runs-dir", metavar="DIR", help=runs_help)
-    p.add_argument(
-        "--comparable-with", metavar="RUN", help="only the runs comparable with RUN"
-    )
+    p.add_argument("--comparable-with", metavar="RUN", help="only the runs comparable with RUN")
     p.add_argument(
         "--sort",
         choices=SORT_KEYS,

@@ -230,4 +230,3 @@ def test_the_committed_cli_schemas_are_what_the_models_generate(tmp_path, capsys
     (out / "compare.schema.json").write_text("{}\n")
     assert main(["--out", str(out), "--check"]) == 1
     assert "compare.schema.json" in capsys.readouterr().err
-

@@ -140,3 +140,18 @@ def test_empty_or_missing_runs_dir_and_a_bad_reference(tmp_path, capsys):
     assert code == 0 and listing.runs == []
     code = cli.main(["runs", "--runs-dir", str(tmp_path), "--comparable-with", "nope"])
     assert code == 2 and "no such run directory: nope" in capsys.readouterr().err
+
+
+def test_an_incomplete_run_says_so_on_its_line_and_in_json(tmp_path, capsys):
+    from eval_pipeline_tests.runs.test_cli_outcome import _infra
+
+    rows = outcomes("q", [True] * 5)
+    rows[0] = _infra(rows[0])
+    run = write_run(tmp_path, rows, label="outage")
+    assert cli.main(["runs", "--runs-dir", str(tmp_path)]) == 0
+    (line,) = capsys.readouterr().out.strip().splitlines()[1:]
+    assert line.startswith(run.name) and "INCOMPLETE (1 unscored)" in line
+    assert "100.0% (4/4)" in line  # the unscored question is out of the rate, not a miss
+    _, listing = _json(capsys, "--runs-dir", str(tmp_path), "--json")
+    (entry,) = listing.runs
+    assert entry.status == "incomplete" and entry.unscored_infrastructure == 1
