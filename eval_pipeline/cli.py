@@ -7,6 +7,8 @@ are for bugs.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,6 +47,18 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     # sha256 is checked in the same streaming pass that converts the file.
     upstream = resolve_upstream(corpus.upstream_spec(), verify=False)
     manifest = build_corpus(upstream, Path(args.out), corpus.sample_spec())
+    if args.json:  # the counts and the note, as one document
+        doc = {
+            "command": "corpus",
+            "output_version": 1,
+            "outcome": "written",
+            "exit_code": 0,
+            "out": str(Path(args.out).resolve()),
+            "counts": manifest["counts"],
+            "sample_note": manifest.get("sample_note"),
+        }
+        print(json.dumps(doc, ensure_ascii=False))
+        return 0
     if manifest.get("sample_note"):
         print(f"note: {manifest['sample_note']}")
     counts = manifest["counts"]
@@ -59,20 +73,29 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
     """Thin: the check itself is `score.judge_check`; a bad input is one line, exit 2."""
     from eval_pipeline.score.judge_check import JudgeCheckError, run_judge_check, summary_lines
 
+    # With --json nothing but the document reaches stdout, whatever the check prints.
+    quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
     try:
-        outcome = run_judge_check(
-            args.judge,
-            labels=args.labels,
-            probes=args.probes,
-            with_probes=not args.no_probes,
-            with_invariant=not args.no_invariant,
-            methods=args.methods.split(",") if args.methods else None,
-            folds=args.folds,
-            out_dir=args.out,
-            concurrency=args.concurrency,
-        )
+        with quiet:
+            outcome = run_judge_check(
+                args.judge,
+                labels=args.labels,
+                probes=args.probes,
+                with_probes=not args.no_probes,
+                with_invariant=not args.no_invariant,
+                methods=args.methods.split(",") if args.methods else None,
+                folds=args.folds,
+                out_dir=args.out,
+                concurrency=args.concurrency,
+            )
     except JudgeCheckError as exc:
         raise UsageError(str(exc)) from None
+    if args.json:
+        from eval_pipeline.runs.outcome import dumps
+        from eval_pipeline.score.judge_check_output import judge_check_output
+
+        print(dumps(judge_check_output(outcome)))
+        return 0
     for line in summary_lines(outcome):
         print(line)
     roots = sorted({str(p.parent.parent) for p in outcome.stored})
@@ -116,6 +139,11 @@ def _add_judge_check(sub) -> None:
     )
     p.add_argument("--out", metavar="DIR", help="default: a new dir under <state>/judge_checks")
     p.add_argument("--concurrency", type=int, default=4, metavar="N", help="calls in flight")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON document on stdout (each method's agreement result) and nothing else",
+    )
     p.set_defaults(func=cmd_judge_check)
 
 
@@ -128,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("corpus", help="build goldens.jsonl, fixtures.jsonl, manifest.json")
     add_run_options(p, only=CORPUS_FLAGS)
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("--json", action="store_true", help="one JSON document on stdout, nothing else")
     p.set_defaults(func=cmd_corpus)
 
     p = sub.add_parser("run", help="run the whole chain (the eval_chain job) through Dagster")
@@ -157,15 +186,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CorpusError, UsageError, LLMError, PreflightError) as exc:
-        print(f"eval-pipeline: error: {exc}", file=sys.stderr)
-        return 2
+    except (CorpusError, UsageError, LLMError, PreflightError, OSError) as exc:
+        return _bad_input(args, str(exc))
     except ValidationError as exc:
-        print(f"eval-pipeline: error: {option_error(exc)}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"eval-pipeline: error: {exc}", file=sys.stderr)
-        return 2
+        return _bad_input(args, option_error(exc))
+
+
+def _bad_input(args: argparse.Namespace, message: str) -> int:
+    """One line on stderr, exit 2; with `--json` also the error document on stdout."""
+    print(f"eval-pipeline: error: {message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        from eval_pipeline.runs.outcome import ErrorOutput, dumps
+
+        sub = [v for k, v in vars(args).items() if k.endswith("_command") and isinstance(v, str)]
+        command = " ".join([args.command, *sub])
+        print(dumps(ErrorOutput(command=command, exit_code=2, error=message)))
+    return 2
 
 
 if __name__ == "__main__":

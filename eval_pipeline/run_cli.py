@@ -30,8 +30,9 @@ EXIT_BAD_INPUT = 2  # an option or input is wrong; nothing ran
 EXIT_REFUSED = 3  # the graph instance is held by another chain, or holds someone else's data
 EXIT_INCOMPLETE = 4  # a bundle was written, but some questions are unscored (infrastructure)
 
-# Presentation only, not an option of the chain: stated here, once.
+# Presentation only, not options of the chain: stated here, once.
 VERBOSE = "verbose"
+JSON = "json"
 ROLE_SETTINGS = {
     "timeout_s": "timeout",
     "concurrency": "concurrency",
@@ -131,6 +132,12 @@ def add_run_options(p: argparse.ArgumentParser, only: tuple[str, ...] | None = N
         action="store_true",
         default=None,
         help="also print Dagster's own log lines (by default: one line per stage)",
+    )
+    p.add_argument(
+        f"--{JSON}",
+        action="store_true",
+        help="print one JSON document on stdout (outcome, exit code, each bundle's headline "
+        "numbers) and nothing else; the summary goes to stderr",
     )
     p.add_argument(
         "--config",
@@ -327,7 +334,51 @@ def cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
+    if getattr(args, JSON, False):
+        return report_json(outcome)
     return report(outcome)
+
+
+def report_json(outcome: Any) -> int:
+    """`report`'s lines on stderr, one `runs.outcome.RunOutput` document on stdout."""
+    import contextlib
+
+    from eval_pipeline.runs.listing import entry_of
+    from eval_pipeline.runs.load import BundleError, load_run
+    from eval_pipeline.runs.outcome import RunOutput, RunRepeat, dumps
+
+    with contextlib.redirect_stdout(sys.stderr):
+        code = report(outcome)
+    repeats, runs = [], []
+    for r in outcome.repeats:
+        failed = r.failed
+        status = "failed" if failed else "incomplete" if r.incomplete else "complete"
+        repeats.append(
+            RunRepeat(
+                run_dir=r.run_dir,
+                status=status,
+                failed_stage=failed.name if failed else None,
+                error=failed.error if failed else None,
+            )
+        )
+        if r.run_dir:
+            try:
+                runs.append(entry_of(load_run(r.run_dir)))
+            except BundleError as exc:  # said in the document, never a traceback
+                repeats[-1].error = repeats[-1].error or str(exc)
+    names = {EXIT_OK: "complete", EXIT_INCOMPLETE: "incomplete", EXIT_REFUSED: "refused"}
+    first = Path(runs[0].path) / "report.html" if runs else None
+    doc = RunOutput(
+        outcome=names.get(code, "failed"),  # type: ignore[arg-type]
+        exit_code=code,
+        error=outcome.refused or outcome.error,
+        salt=outcome.salt,
+        repeats=repeats,
+        runs=runs,
+        report=str(first) if first is not None and first.is_file() else None,
+    )
+    print(dumps(doc))
+    return code
 
 
 def report(outcome: Any) -> int:
@@ -454,7 +505,8 @@ def options_markdown() -> str:
                 )
         out.append("")
     out += [
-        "`--verbose` (not an option of the chain) also prints Dagster's own log lines; "
+        "`--verbose` (not an option of the chain) also prints Dagster's own log lines, and "
+        "`--json` prints one JSON document on stdout instead of the summary; "
         "`--config FILE` reads the options from a YAML or JSON file, and an option given on "
         "the command line wins over the file. An unknown key or a bad value is refused with "
         "one line naming the option, before anything runs.",

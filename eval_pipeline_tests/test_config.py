@@ -17,7 +17,7 @@ from eval_pipeline.config import SECTIONS, ModelRole, RunConfig
 from eval_pipeline.definitions import defs
 from eval_pipeline.run_cli import UsageError, config_tree, run_config_from_args, run_flags
 
-OWN_FLAGS = {"-h", "--help", "--config", "--verbose"}  # the CLI's own, not the chain's
+OWN_FLAGS = {"-h", "--help", "--config", "--verbose", "--json"}  # the CLI's own, not the chain's
 
 
 def run_parser() -> argparse.ArgumentParser:

@@ -7,6 +7,7 @@ naming the question); an unusable errata file or upstream file is exit 2, one li
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -52,6 +53,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise CorpusError(f"upstream file not found: {path}")
     report = verify(errata, path)
+    code = 0 if report.ok else EXIT_FAILED
+    if args.json:  # one document: the errata checked, every failure and derivation
+        doc = {
+            "command": "errata verify",
+            "output_version": 1,
+            "outcome": "ok" if report.ok else "failed",
+            "exit_code": code,
+            "errata": {"label": errata.label(), "version": errata.version, "sha256": errata.digest},
+            "report": dataclasses.asdict(report),
+        }
+        print(json.dumps(doc, ensure_ascii=False))
+        return code
     print(f"errata {errata.label()} version {errata.version} (sha256 {errata.digest})")
     for line in report.lines():
         print(line)
@@ -84,6 +97,7 @@ def register(sub) -> None:
         help="the upstream JSON (default: the pinned file, from the Hugging Face cache)",
     )
     v.add_argument("--errata", metavar="FILE", help="an errata file (default: the bundled one)")
+    v.add_argument("--json", action="store_true", help="one JSON document on stdout, nothing else")
     v.set_defaults(func=cmd_verify)
     d = errata_sub.add_parser(
         "derive",

@@ -1,9 +1,11 @@
-"""`eval-pipeline compare`, `calibrate` and `report`: argparse subcommands.
+"""`eval-pipeline compare`, `calibrate`, `report` and `runs`: argparse subcommands.
 
-`register(subparsers)` adds them to the main parser. Exit codes: 0 when the command completed
-(whatever the verdict), 3 when it refused (comparability pins differ, runs are not repeats),
-2 for input that cannot be used (no such run, unreadable bundle or noise floor). Each problem
-is printed on stderr, one line per differing pin.
+`register(subparsers)` adds them to the main parser. Exit codes: 0 when the command completed,
+3 when it refused (comparability pins differ, runs are not repeats), 2 for input that cannot
+be used (no such run, unreadable bundle or noise floor). `compare` also fails on what
+`--fail-on` chooses (`runs.outcome`: 4 incomplete, 5 regressed, 6 inconclusive). Each problem
+is printed on stderr, one line per differing pin. With `--json` each prints one JSON document
+on stdout (`runs.outcome`, `runs.listing`) and nothing else there.
 
 Noise floors live per configuration in `<runs_dir>/noise_floors/<key>.json` (see
 `eval_pipeline.runs.calibrate`), `<runs_dir>` being `--runs-dir` when given, else the
@@ -15,7 +17,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from eval_pipeline.runs.calibrate import (
     CalibrationRefused,
@@ -38,13 +43,35 @@ from eval_pipeline.runs.compare import (
     panel_lines,
     stage_line,
 )
+from eval_pipeline.runs.listing import (
+    SORT_KEYS,
+    RunsListing,
+    list_entries,
+    table_lines,
+    to_csv,
+)
 from eval_pipeline.runs.load import BundleError, RunBundle, load_run, resolve_run
+from eval_pipeline.runs.outcome import (
+    DEFAULT_FAIL_ON,
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_REFUSED,
+    CalibrateOutput,
+    CompareOutput,
+    Condition,
+    Refusal,
+    ReportOutput,
+    RunStatus,
+    conditions_of,
+    dumps,
+    exit_code,
+    parse_fail_on,
+    run_status,
+)
 from eval_pipeline.runs.report import write_comparison_report, write_run_report
 
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
-EXIT_REFUSED = 3
 PROG = "eval-pipeline"
+JSON_HELP = "print one JSON document on stdout and nothing else (docs/cli.md has its shape)"
 
 
 def default_runs_dir() -> Path:
@@ -66,9 +93,12 @@ def _error(message: str) -> None:
     print(f"{PROG}: error: {message}", file=sys.stderr)
 
 
-def print_comparison(c: Comparison, report: Path) -> None:
+def print_comparison(c: Comparison, report: Path, statuses: Sequence[RunStatus] = ()) -> None:
     print(f"base:      {c.base.name}")
     print(f"candidate: {c.candidate.name}")
+    for role, status in zip(("base", "candidate"), statuses, strict=False):
+        if status.incomplete:  # said where a reader of the terminal sees it, not only in HTML
+            print(status.line(role))
     if c.calibrated:
         print(f"noise floor: {c.noise_floor_source or c.noise_floor or 'given'}")
     else:
@@ -98,15 +128,58 @@ def print_comparison(c: Comparison, report: Path) -> None:
         print(judge_agreement_line(a))
     for line in panel_lines(c):  # the judge panel's band, when the runs were scored under one
         print(line)
+    incomplete = [s for s in statuses if s.incomplete]
+    if incomplete:
+        print(
+            "INCOMPLETE: " + ", ".join(s.name for s in incomplete) + " left questions unscored "
+            "by infrastructure; they are out of every pair, so fewer questions decide"
+        )
     print(f"verdict: {c.verdict} ({c.verdict_reason})")
     print(f"report: {report}")
 
 
+def _emit(args: argparse.Namespace, doc: BaseModel) -> None:
+    if getattr(args, "json", False):
+        print(dumps(doc))
+
+
+def _failing(code: int, failed_on: Sequence[str], fail_on: Sequence[str]) -> None:
+    """One line on stderr saying why the command exits non-zero (a CI log reads it)."""
+    if code != EXIT_OK:
+        chosen = ",".join(fail_on) or "none"
+        print(
+            f"{PROG}: compare fails on {', '.join(failed_on)} (exit {code}; --fail-on {chosen})",
+            file=sys.stderr,
+        )
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     runs_dir = _runs_dir(args)
+    as_json = bool(getattr(args, "json", False))
+
+    def bad(message: str, fail_on: Sequence[Condition] = ()) -> int:
+        _error(message)
+        _emit(
+            args,
+            CompareOutput(
+                outcome="error",
+                exit_code=EXIT_BAD_INPUT,
+                fail_on=list(fail_on),
+                conditions=[],
+                failed_on=[],
+                error=message,
+            ),
+        )
+        return EXIT_BAD_INPUT
+
+    try:
+        fail_on = parse_fail_on(args.fail_on)
+    except ValueError as exc:
+        return bad(str(exc))
     try:
         base = load_run(resolve_run(args.base, runs_dir))
         candidate = load_run(resolve_run(args.candidate, runs_dir))
+        statuses = (run_status(base), run_status(candidate))
         if args.noise_floor:
             comparison = compare(base, candidate, args.noise_floor)
         else:
@@ -116,12 +189,53 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _error(str(exc))
         for line in exc.lines():
             print(f"  {line}", file=sys.stderr)
-        return EXIT_REFUSED
+        held: list[Condition] = ["refused"]
+        code = exit_code(held, fail_on)
+        failed = [c for c in held if c in fail_on]
+        _emit(
+            args,
+            CompareOutput(
+                outcome="refused",
+                exit_code=code,
+                fail_on=list(fail_on),
+                conditions=held,
+                failed_on=failed,
+                base=statuses[0],
+                candidate=statuses[1],
+                refusal=Refusal(
+                    message=str(exc),
+                    differences=[
+                        {"name": d.name, "base": d.left, "candidate": d.right, "line": line}
+                        for d, line in zip(exc.differences, exc.lines(), strict=True)
+                    ],
+                ),
+            ),
+        )
+        return code
     except (BundleError, NoiseFloorError, NoiseFloorMismatch, OSError) as exc:
-        _error(str(exc))
-        return EXIT_BAD_INPUT
-    print_comparison(comparison, report)
-    return EXIT_OK
+        return bad(str(exc), fail_on)
+    held = conditions_of(comparison.verdict, statuses)
+    code = exit_code(held, fail_on)
+    failed = [c for c in held if c in fail_on]
+    if as_json:
+        _emit(
+            args,
+            CompareOutput(
+                outcome=comparison.verdict.lower(),  # type: ignore[arg-type]
+                exit_code=code,
+                fail_on=list(fail_on),
+                conditions=held,
+                failed_on=failed,
+                base=statuses[0],
+                candidate=statuses[1],
+                report=str(report),
+                comparison=comparison,
+            ),
+        )
+    else:
+        print_comparison(comparison, report, statuses)
+    _failing(code, failed, fail_on)
+    return code
 
 
 def print_floor(floor: NoiseFloor, path: Path) -> None:
@@ -159,21 +273,75 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         _error(lines[0])
         for line in lines[1:]:
             print(line, file=sys.stderr)
+        _emit(
+            args,
+            CalibrateOutput(
+                outcome="refused", exit_code=EXIT_REFUSED, refusal=[x.strip() for x in lines]
+            ),
+        )
         return EXIT_REFUSED
     except (BundleError, OSError) as exc:
         _error(str(exc))
+        _emit(args, CalibrateOutput(outcome="error", exit_code=EXIT_BAD_INPUT, error=str(exc)))
         return EXIT_BAD_INPUT
-    print_floor(floor, path)
+    if getattr(args, "json", False):
+        _emit(
+            args,
+            CalibrateOutput(
+                outcome="calibrated", exit_code=EXIT_OK, noise_floor=str(path), floor=floor
+            ),
+        )
+    else:
+        print_floor(floor, path)
     return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     try:
-        path = write_run_report(resolve_run(args.run, _runs_dir(args)))
+        run = resolve_run(args.run, _runs_dir(args))
+        path = write_run_report(run)
+    except (BundleError, OSError) as exc:
+        _error(str(exc))
+        _emit(args, ReportOutput(outcome="error", exit_code=EXIT_BAD_INPUT, error=str(exc)))
+        return EXIT_BAD_INPUT
+    if getattr(args, "json", False):
+        _emit(
+            args,
+            ReportOutput(outcome="written", exit_code=EXIT_OK, run=str(run), report=str(path)),
+        )
+    else:
+        print(path)
+    return EXIT_OK
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    """The runs of a runs directory, or the ones comparable with a run, ranked."""
+    runs_dir = _runs_dir(args)
+    reference = None
+    try:
+        if args.comparable_with:
+            reference = load_run(resolve_run(args.comparable_with, runs_dir))
+        entries = list_entries(runs_dir, comparable_with=reference, sort=args.sort, tier=args.tier)
     except (BundleError, OSError) as exc:
         _error(str(exc))
         return EXIT_BAD_INPUT
-    print(path)
+    if args.json:
+        listing = RunsListing(
+            runs_dir=str(runs_dir),
+            comparable_with=str(reference.path) if reference else None,
+            sort=args.sort,
+            tier=args.tier,
+            runs=entries,
+        )
+        print(dumps(listing))
+    elif args.csv:
+        sys.stdout.write(to_csv(entries))
+    elif entries:
+        for line in table_lines(entries, args.tier):
+            print(line)
+    if not entries:
+        what = f"comparable with {reference.name} " if reference else ""
+        print(f"{PROG}: no runs {what}in {runs_dir}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -199,7 +367,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="where comparison.json/.html go (default: <runs_dir>/comparisons/<base>__vs__<cand>)",
     )
+    p.add_argument(
+        "--fail-on",
+        metavar="C,C",
+        default=",".join(DEFAULT_FAIL_ON),
+        help="conditions that make compare exit non-zero: regressed (5), incomplete (4), "
+        "inconclusive (6), refused (3), or none (default: %(default)s)",
+    )
     p.add_argument("--runs-dir", metavar="DIR", help=runs_help)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_compare)
 
     p = subparsers.add_parser(
@@ -217,12 +393,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(runs_dir: --runs-dir, else the first run's directory)",
     )
     p.add_argument("--runs-dir", metavar="DIR", help=runs_help)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_calibrate)
 
     p = subparsers.add_parser("report", help="write (or refresh) a run's report.html")
     p.add_argument("run", metavar="RUN", help="run directory or run name")
     p.add_argument("--runs-dir", metavar="DIR", help=runs_help)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_report)
+
+    p = subparsers.add_parser(
+        "runs",
+        help="list past runs: status, pins digest, headline numbers; rank comparable ones",
+        description="One line per run of the runs directory (an unreadable directory: one "
+        "line saying why). --comparable-with RUN keeps the runs compare would accept beside "
+        "RUN: a leaderboard to pick a baseline from.",
+    )
+    p.add_argument("--runs-dir", metavar="DIR", help=runs_help)
+    p.add_argument("--comparable-with", metavar="RUN", help="only the runs comparable with RUN")
+    p.add_argument(
+        "--sort",
+        choices=SORT_KEYS,
+        default="time",
+        help="time (newest first, default), coverage or recall (highest first), tokens "
+        "(fewest first), name",
+    )
+    p.add_argument(
+        "--tier", default="1", metavar="T", help="the tier whose numbers rank and show (default 1)"
+    )
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help=JSON_HELP)
+    out.add_argument("--csv", action="store_true", help="CSV on stdout: one row per run")
+    p.set_defaults(func=cmd_runs)
 
 
 def main(argv: list[str] | None = None) -> int:

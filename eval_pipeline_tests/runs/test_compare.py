@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from eval_pipeline.runs import cli
+from eval_pipeline.runs import cli, outcome
 from eval_pipeline.runs.calibrate import floor_path_for, save_noise_floor
 from eval_pipeline.runs.compare import (
     ComparisonRefused,
@@ -273,7 +273,7 @@ def test_a_noise_floor_from_other_pins_is_rejected(tmp_path):
 # --- CLI ------------------------------------------------------------------------------------
 
 
-def test_cli_compare_prints_the_decision_and_exits_zero(tmp_path, capsys):
+def test_cli_compare_prints_the_decision_and_exits_regressed(tmp_path, capsys):
     base, cand = _pair(
         tmp_path,
         outcomes("q", ALL_COVERED),
@@ -282,7 +282,7 @@ def test_cli_compare_prints_the_decision_and_exits_zero(tmp_path, capsys):
     floor_file = save_noise_floor(hand_floor(base, 5.0), tmp_path / "floor.json")
     code = cli.main(["compare", str(base), str(cand), "--noise-floor", str(floor_file)])
     out = capsys.readouterr().out
-    assert code == 0
+    assert code == outcome.EXIT_REGRESSED == 5
     assert "tier 1 coverage: 100.0% → 60.0% (-40.0 pp" in out and "→ real" in out
     assert "verdict: REGRESSED" in out and "q0 (tier 1, multi-session): weakest link" in out
     report = out.strip().splitlines()[-1].removeprefix("report: ")
@@ -291,7 +291,7 @@ def test_cli_compare_prints_the_decision_and_exits_zero(tmp_path, capsys):
         tmp_path / "comparisons" / f"{base.name}__vs__{cand.name}" / "comparison.json"
     ).is_file()
 
-    # Uncalibrated: still a completed comparison.
+    # Uncalibrated: a completed comparison, INCONCLUSIVE, which fails only when chosen.
     assert cli.main(["compare", base.name, cand.name, "--runs-dir", str(tmp_path)]) == 0
     assert "NOT CALIBRATED" in capsys.readouterr().out
 

@@ -256,8 +256,9 @@ def test_compare_finds_its_floor_without_noise_floor(tmp_path, capsys):
     c = compare(base, cand, runs_dir=runs_dir)
     assert c.calibrated and c.verdict == "REGRESSED" and c.noise_floor == str(base_path)
 
-    # The CLI does the same without --noise-floor, and prints which floor it used.
-    assert cli.main(["compare", str(base.path), str(cand.path)]) == 0
+    # The CLI does the same without --noise-floor, prints which floor it used, and fails
+    # on the regression (exit 5).
+    assert cli.main(["compare", str(base.path), str(cand.path)]) == 5
     out = capsys.readouterr().out
     assert f"noise floor: {base_path} (the base's configuration" in out
     assert "verdict: REGRESSED" in out
