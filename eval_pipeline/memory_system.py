@@ -1,9 +1,10 @@
 """The memory-system interface: how a team plugs its own agent memory into the evaluation.
 
 A memory system is one class, loaded by import path like any reconciler
-(`eval-pipeline run --memory mypkg.memory:MyMemory`, options in a `--config` file's
-`reconcile: {options: ...}`). A system that owns its storage is a provider instead
-(`eval_pipeline.providers`, docs/memory-systems.md). It has three
+(`eval-pipeline run --memory mypkg.memory:MyMemory`; its constructor's keyword options in a
+`--config` file's `reconcile: {options: {key: value}}`, which has no flag). A system that
+owns its storage is a provider instead (`eval_pipeline.providers`, docs/memory-systems.md).
+It has three
 parts; the pipeline owns everything around them (injection, scheduling, the graph writes, the
 checks, retrieval, scoring).
 

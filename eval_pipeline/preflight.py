@@ -22,6 +22,7 @@ from eval_pipeline.corpus.batches import MAX_BATCHES
 from eval_pipeline.corpus.canaries import load_canaries
 from eval_pipeline.corpus.errata import check_errata_option
 from eval_pipeline.corpus.errors import CorpusError
+from eval_pipeline.corpus.sample_check import check_sample_floor
 from eval_pipeline.corpus.upstream import check_resolvable
 from eval_pipeline.graph.store import BATCH_PLACEHOLDER
 from eval_pipeline.llm import LLMConfigError, LLMError, LLMSettings
@@ -133,6 +134,10 @@ def preflight(run: RunConfig) -> None:
         raise PreflightError(str(exc)) from None
     except ValueError as exc:
         raise PreflightError(f"--upstream: {exc}") from None
+    try:  # the stage would refuse a sample below the floors: say so before anything runs
+        check_sample_floor(corpus.upstream_spec(), corpus.sample_spec())
+    except CorpusError as exc:
+        raise PreflightError(str(exc)) from None
     try:
         check_errata_option(corpus.errata_file)
     except CorpusError as exc:

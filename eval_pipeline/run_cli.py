@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
@@ -157,7 +159,11 @@ def load_config_file(path: Path) -> dict[str, Any]:
     import yaml  # installed with dagster
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:  # one line naming the option, not a bare "[Errno 2]"
+        raise UsageError(f"--config {path}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise UsageError(f"--config {path}: not valid YAML/JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -225,7 +231,13 @@ def option_error(exc: ValidationError) -> str:
     first = exc.errors(include_url=False)[0]
     loc = tuple(str(p) for p in first["loc"])
     message = first["msg"].removeprefix("Value error, ")
-    flag = next((f for f, (p, _) in run_flags().items() if p == loc), None)
+    flags = run_flags().items()
+    flag = next((f for f, (p, _) in flags if p == loc), None)
+    if flag is None and len(loc) == 1:
+        # A section's own model (`graph --graph-uri` builds GraphConfig): its field by name,
+        # when exactly one flag ends there.
+        named = [f for f, (p, _) in flags if p[-1] == loc[0] and len(p) == 2]
+        flag = named[0] if len(named) == 1 else None
     return f"option {flag or '.'.join(loc)}: {message}"
 
 
@@ -319,6 +331,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from eval_pipeline.preflight import preflight
 
     run, verbose = run_config_from_args(args)
+    rerun = rerun_options(args)
     # Refuse before anything runs, whatever the judge: deepeval would upload results.
     ensure_no_confident_upload()
     # Every option checked before any run is launched, so before the graph is wiped.
@@ -335,11 +348,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         return EXIT_FAILED
     if getattr(args, JSON, False):
-        return report_json(outcome)
-    return report(outcome)
+        return report_json(outcome, rerun)
+    return report(outcome, rerun)
 
 
-def report_json(outcome: Any) -> int:
+def report_json(outcome: Any, rerun: list[str] | None = None) -> int:
     """`report`'s lines on stderr, one `runs.outcome.RunOutput` document on stdout."""
     import contextlib
 
@@ -348,7 +361,7 @@ def report_json(outcome: Any) -> int:
     from eval_pipeline.runs.outcome import RunOutput, RunRepeat, dumps
 
     with contextlib.redirect_stdout(sys.stderr):
-        code = report(outcome)
+        code = report(outcome, rerun)
     repeats, runs = [], []
     for r in outcome.repeats:
         failed = r.failed
@@ -381,7 +394,7 @@ def report_json(outcome: Any) -> int:
     return code
 
 
-def report(outcome: Any) -> int:
+def report(outcome: Any, rerun: list[str] | None = None) -> int:
     """Summary, next steps and bundle paths on stdout (the last line a bundle); errors last on
     stderr. Returns the exit code: a refusal or a failure wins over an incomplete run."""
     if outcome.refused:
@@ -395,11 +408,11 @@ def report(outcome: Any) -> int:
         print_summary(run_dirs[0])
         if (run_dirs[0] / "report.html").is_file():
             print(f"report: {run_dirs[0] / 'report.html'}")
-        print_next_steps(run_dirs)
+        print_next_steps(run_dirs, rerun)
     if len(run_dirs) > 1:
         print(
-            f"{len(run_dirs)} repeats (salt {outcome.salt}); calibrate with: eval-pipeline "
-            "calibrate " + " ".join(str(d) for d in run_dirs)
+            f"{len(run_dirs)} repeats (salt {outcome.salt}); calibrate with: "
+            + shlex.join([*command("eval-pipeline"), "calibrate", *map(str, run_dirs)])
         )
     for d in run_dirs:
         print(d)
@@ -433,18 +446,68 @@ def _print_incomplete(run_dir: Path | None) -> None:
     )
 
 
-def print_next_steps(run_dirs: list[Path]) -> None:
+# A console script of this environment, when PATH does not find it: `python -m` of what.
+SCRIPT_MODULES = {"eval-pipeline": "eval_pipeline.cli", "dagster": "dagster"}
+
+
+def command(name: str) -> list[str]:
+    """How to type console script `name` so that a shell runs this environment's one: its bare
+    name when PATH finds exactly it, else its full path (a venv not activated), else
+    `python -m`."""
+    here = Path(sys.executable).parent / name
+    found = shutil.which(name)
+    if found and here.is_file() and Path(found).resolve() == here.resolve():
+        return [name]
+    if here.is_file():
+        return [str(here)]
+    return [sys.executable, "-m", SCRIPT_MODULES[name]]
+
+
+def rerun_options(args: argparse.Namespace) -> list[str]:
+    """The options this run was given (its flags, and --config as an absolute path) as they
+    would be typed again, without --repeat: the noise-floor hint repeats exactly this run."""
+    out: list[str] = []
+    flags = run_flags()
+    for flag in args._flags:
+        path, field = flags[flag]
+        value = getattr(args, "__".join(path))
+        if value is None or path == ("repeat", "count"):
+            continue
+        if _plain(field.annotation) is bool:
+            out.append(flag if value else f"--no-{flag.removeprefix('--')}")
+        else:
+            out += [flag, str(value)]
+    if getattr(args, "config", None):
+        out += ["--config", str(Path(args.config).resolve())]
+    return out
+
+
+def print_next_steps(run_dirs: list[Path], rerun: list[str] | None = None) -> None:
+    """What to do next, each a command that runs as printed (a placeholder is in capitals)."""
     from eval_pipeline.dagster_home import ensure_dagster_home
+    from eval_pipeline.runs.load import BundleError, load_run
+    from eval_pipeline.runs.select import previous_comparable_run
 
     run = run_dirs[-1]
     home = ensure_dagster_home()
+    cli = command("eval-pipeline")
+    try:
+        base = previous_comparable_run(run.parent, load_run(run))
+    except (BundleError, OSError):
+        base = None
     print("next:")
-    print(f"  compare with a baseline:  eval-pipeline compare BASELINE_RUN {run}")
-    if len(run_dirs) == 1:
-        print("  measure the noise floor:  eval-pipeline run --repeat 3 (same options)")
-    print(
-        f"  browse it in the UI:      DAGSTER_HOME={home} dagster dev -m eval_pipeline.definitions"
-    )
+    if base is not None:
+        print(
+            f"  compare with the last:    {shlex.join([*cli, 'compare', str(base.path), str(run)])}"
+        )
+    else:
+        print(
+            f"  compare with a baseline:  {shlex.join([*cli, 'compare', 'BASELINE_RUN', str(run)])}"
+        )
+    if len(run_dirs) == 1 and rerun is not None:
+        print("  measure the noise floor:  " + shlex.join([*cli, "run", "--repeat", "3", *rerun]))
+    ui = shlex.join([*command("dagster"), "dev", "-m", "eval_pipeline.definitions"])
+    print(f"  browse it in the UI:      DAGSTER_HOME={shlex.quote(str(home))} {ui}")
 
 
 # --- the reference, generated ---------------------------------------------------------------

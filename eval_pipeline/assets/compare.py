@@ -41,7 +41,12 @@ from eval_pipeline.runs.compare import (
     find_noise_floor,
 )
 from eval_pipeline.runs.load import BundleError, RunBundle, load_run, resolve_run
-from eval_pipeline.runs.report import write_comparison_report, write_run_report
+from eval_pipeline.runs.report import (
+    RUN_REPORT,
+    PoorerReport,
+    write_comparison_report,
+    write_run_report,
+)
 from eval_pipeline.runs.select import independent_repeats_of, previous_comparable_run
 
 PREVIOUS = "previous"
@@ -147,7 +152,11 @@ def run_comparison(
         if comparison.candidate
         else bundle_of(scored_run, runs_dir)
     )
-    run_report = write_run_report(candidate.path)
+    try:
+        run_report = write_run_report(candidate.path)
+    except PoorerReport as exc:  # an old candidate's better report stays; nothing is lost
+        context.log.warning(str(exc))
+        run_report = candidate.path / RUN_REPORT
     if comparison.baseline == PREVIOUS:
         base = previous_comparable_run(runs_dir, candidate)
         if base is None:

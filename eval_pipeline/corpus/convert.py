@@ -296,7 +296,8 @@ class CorpusPlan:
 
     @property
     def sample_capped(self) -> bool:
-        return self.requested_sample is not None and self.requested_sample != self.spec.sample
+        available = sum(s["available"] for s in self.strata.values())
+        return self.requested_sample is not None and self.requested_sample > available
 
     def to_json(self) -> dict:
         return {

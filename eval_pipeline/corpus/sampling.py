@@ -45,16 +45,20 @@ def resolved_floor(spec: SampleSpec, strata: int) -> int:
 
 
 def effective_spec(spec: SampleSpec, available: int, strata: int | None = None) -> SampleSpec:
-    """The spec as it is drawn from `available` questions.
+    """The spec as it is drawn from `available` questions: it is the pin.
 
-    A sample above what the file holds takes every question and is recorded as that many:
-    asking 1000 of 31 and asking 31 of 31 select the same questions, so they pin the same.
-    Any other spec is kept as asked (it reproduces its own selection).
+    A spec that takes every question (no `sample`, or one of at least what the file holds)
+    is recorded as every question, whatever the seed and floor (neither changes that draw):
+    asking 1000 of 31, 31 of 31 and nothing at all select the same questions, so they pin the
+    same. Any other spec is kept as asked (it reproduces its own selection).
     """
+    if spec.sample is None or spec.sample >= available:
+        return SampleSpec(
+            floor=None if strata is None else 1,
+            max_sessions_per_question=spec.max_sessions_per_question,
+        )
     if strata is not None and spec.floor is None:
         spec = spec.model_copy(update={"floor": resolved_floor(spec, strata)})
-    if spec.sample is not None and spec.sample > available:
-        return spec.model_copy(update={"sample": available})
     return spec
 
 

@@ -23,7 +23,11 @@ from eval_pipeline.llm.config import (
     parse_provider_spec,
 )
 from eval_pipeline.llm.credentials import install_log_redaction, redact, redact_counted
-from eval_pipeline.llm.deepeval_env import ensure_no_confident_upload, harden_deepeval_env
+from eval_pipeline.llm.deepeval_env import (
+    ensure_no_confident_upload,
+    harden_deepeval_env,
+    import_deepeval,
+)
 from eval_pipeline.llm.errors import (
     ConfidentUploadRefused,
     LLMCacheError,
@@ -57,6 +61,7 @@ __all__ = [
     "UsageSnapshot",
     "ensure_no_confident_upload",
     "harden_deepeval_env",
+    "import_deepeval",
     "install_log_redaction",
     "parse_provider_spec",
     "redact",

@@ -11,10 +11,10 @@ and refuses to continue when a Confident AI key is configured.
 
 from __future__ import annotations
 
-from eval_pipeline.llm.deepeval_env import ensure_no_confident_upload, harden_deepeval_env
+from eval_pipeline.llm.deepeval_env import ensure_no_confident_upload, import_deepeval
 
-harden_deepeval_env()
 ensure_no_confident_upload()
+import_deepeval()  # hardened first, and without deepeval's notice on stdout
 
 from typing import Any  # noqa: E402
 

@@ -8,9 +8,12 @@ send goldens or answers anywhere, so we refuse to start instead.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -49,6 +52,28 @@ def harden_deepeval_env() -> bool:
         ", ".join(sorted(DEEPEVAL_HARDENING)),
     )
     return False
+
+
+# `deepeval.test_run` prints this to stdout when imported under DEEPEVAL_FILE_SYSTEM=READ_ONLY,
+# which we set on purpose: into every judged run's output, before its summary (wrapped).
+READ_ONLY_NOTICE = re.compile(
+    r"Warning: DeepEval is configured for read only environment\.\s+Test runs will not be"
+    r"\s+written to disk\.\s*"
+)
+
+
+def import_deepeval() -> None:
+    """Harden the environment, then import deepeval once without its read-only notice (its
+    one print at import, silenced there); anything else it prints goes on to stderr."""
+    harden_deepeval_env()
+    if "deepeval" in sys.modules:
+        return
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        import deepeval  # noqa: F401
+    rest = READ_ONLY_NOTICE.sub("", printed.getvalue())
+    if rest.strip():
+        print(rest.rstrip(), file=sys.stderr)
 
 
 def _legacy_key_file() -> Path:

@@ -24,6 +24,7 @@ from eval_pipeline.corpus.batches import BatchKey
 # A failed blocking check of these means "incomplete", not "failed": the bundle was written.
 COMPLETENESS_CHECKS = frozenset({"scored_run_complete"})
 OUTCOME_META = "outcome"
+NOTE_META = "sample_note"  # an asset's note the user must see without --verbose
 
 Status = Literal["ok", "failed", "check_failed", "incomplete"]
 
@@ -53,6 +54,8 @@ class StageOutcome(BaseModel):
         text = f"[{i}/{n}] {self.name}: {self.status} ({self.seconds:.1f} s)"
         if self.warned_checks:
             text += f"; check(s) failed, not blocking: {', '.join(self.warned_checks)}"
+        if note := self.metadata.get(NOTE_META):  # e.g. "--sample 1000 capped to 31 ..."
+            text += f"; note: {note}"
         return text
 
 

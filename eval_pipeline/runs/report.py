@@ -12,14 +12,17 @@ Written for a person reading it:
   unscored question reads as unscored, never as a failure;
 - each question shows its text, the expected answer, the hypothesis, the retrieved context
   (collapsed) and why it was not covered (its weakest link) or why it is unscored. Result
-  rows do not carry the question text: it is read from the goldens the manifest names
-  (checked against the run's goldens sha256), else the question id stands in, with a note;
+  rows carry the question text and date; for a bundle written before they did, the text is
+  read from the goldens the manifest names (checked against the run's goldens sha256), else
+  the question id stands in, with a note;
 - tier 2 gets its panels (use case, difficulty, source mix, COMBO dimension).
 Every string from a bundle is escaped.
 
 A run bundle is otherwise immutable: the run report is the one file added to a run
 directory, written to a temporary file and renamed into place, and it can never take the
-name of a bundle file.
+name of a bundle file. The report reads nothing outside the bundle directory except, for an
+old bundle whose rows lack the question text, that goldens file; so a report is never
+replaced by one showing fewer question texts (`PoorerReport`: the existing one is kept).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ COMPARISON_JSON = "comparison.json"
 COMPARISON_HTML = "comparison.html"
 COMPARISONS_DIR = "comparisons"
 GOLDENS_FILE = "goldens.jsonl"
+TEXT_UNAVAILABLE = "(question text unavailable)"  # a card's stand-in, counted by write_run_report
 # Per question type: the upstream headline metric and the coverage gate's own metric.
 TYPE_RECALLS = (("turn", "upstream", "recall_any@5"), ("turn", "all", "recall_all@10"))
 HIGHER = "higher is better"
@@ -1100,10 +1104,12 @@ def _question_card(r: ResultRow, text: str | None, judgeless: bool) -> str:
     head += f" · tier {_e(r.tier)} · {_e(r.question_type)}"
     if r.abstention:
         head += " · abstention (apart)"
+    if asked := _x(r, "question_date"):
+        head += f" · asked {_e(asked)}"
     shown = (
         f'<div class="text">{_e(text)}</div>'
         if text is not None
-        else f'<div class="text muted">{_e(r.question_id)} (question text unavailable)</div>'
+        else f'<div class="text muted">{_e(r.question_id)} {TEXT_UNAVAILABLE}</div>'
     )
     answer = _x(r, "answer")
     latency = _x(r, "latency_ms", {}) or {}
@@ -1376,13 +1382,30 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
+class PoorerReport(FileExistsError):
+    """The report a refresh would write shows fewer question texts than the one it would
+    replace (an old bundle whose goldens artifact was pruned): the existing one is kept."""
+
+
 def write_run_report(run_dir: str | Path) -> Path:
-    """Write (or refresh) `run_dir/report.html`; the four bundle files are never touched."""
+    """Write (or refresh) `run_dir/report.html`; the four bundle files are never touched.
+    Raises PoorerReport, writing nothing, when the existing report shows question texts the
+    new one could not."""
     run = load_run(run_dir)
     target = run.path / RUN_REPORT
     if target.name in BUNDLE_FILES:  # guards a future rename: the bundle is immutable
         raise ValueError(f"refusing to overwrite bundle file {target}")
-    _atomic_write(target, render_run_report(run))
+    text = render_run_report(run)
+    if target.is_file():
+        old = target.read_text(encoding="utf-8", errors="replace").count(TEXT_UNAVAILABLE)
+        new = text.count(TEXT_UNAVAILABLE)
+        if new > old:
+            _, why = question_texts(run)
+            raise PoorerReport(
+                f"{target} kept: a new report would lack the text of {new - old} question(s) "
+                f"it shows ({why}); this bundle predates question text in results.jsonl"
+            )
+    _atomic_write(target, text)
     return target
 
 

@@ -22,7 +22,7 @@ from eval_pipeline.llm import (
     LLMLayer,
     RoleClient,
     ensure_no_confident_upload,
-    harden_deepeval_env,
+    import_deepeval,
 )
 from eval_pipeline.score.gate import MetricResult
 from eval_pipeline.score.judge_prompt import (  # noqa: F401 - the judge's public names
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 def _deepeval():
     """deepeval, imported only after its environment is hardened (it reads it at import)."""
-    harden_deepeval_env()
+    import_deepeval()
     ensure_no_confident_upload()
     import deepeval.metrics
     import deepeval.test_case

@@ -120,6 +120,8 @@ def score_question(
         "tier": meta.get("tier", 1),
         "question_type": meta["question_type"],
         "abstention": abstention,
+        "question": golden["input"],
+        "question_date": meta.get("question_date"),
         "retrieved_turn_ids": turn_ids,
         "retrieved_session_ids": session_ids,
         "retrieval_context": retrieval.retrieval_context,

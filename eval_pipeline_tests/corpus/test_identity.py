@@ -271,9 +271,16 @@ def test_sample_above_corpus_size_is_capped_said_and_pinned_effective(tmp_path, 
     )
     assert code == 0, err
     assert "note:" not in out_31
+    code, _, err = _corpus(["--upstream", "sample", "--out", str(tmp_path / "c")], capsys)
+    assert code == 0, err
     capped, asked_all = _manifest(tmp_path / "a"), _manifest(tmp_path / "b")
-    assert capped["sample_spec"]["sample"] == SAMPLE_QUESTIONS
-    assert capped["sample_spec"] == asked_all["sample_spec"]  # the same pin
+    assert capped["sample_spec"]["sample"] is None  # every question was drawn
+    # The same pin as asking for all 31, and as asking for no sample at all (the default).
+    assert (
+        capped["sample_spec"]
+        == asked_all["sample_spec"]
+        == _manifest(tmp_path / "c")["sample_spec"]
+    )
     assert capped["sample_requested"] == 1000
     assert capped["sample_note"] == notes[0].removeprefix("note: ")
     assert "sample_requested" not in asked_all and "sample_note" not in asked_all
@@ -285,7 +292,8 @@ def test_sample_above_corpus_size_is_capped_said_and_pinned_effective(tmp_path, 
 def test_plan_exposes_the_cap_and_keeps_it_through_plan_json(tmp_path):
     up = resolve_upstream(UpstreamSpec())
     plan = plan_corpus(up, SampleSpec(sample=1000, seed=3))
-    assert plan.spec == SampleSpec(sample=SAMPLE_QUESTIONS, seed=3, floor=1)  # the floor used
+    # What was drawn: every question (the seed ranks nothing then), as the default pins it.
+    assert plan.spec == SampleSpec(floor=1) == plan_corpus(up, SampleSpec()).spec
     assert plan.requested_sample == 1000 and plan.sample_capped
     assert plan.sample_note == f"--sample 1000 capped to {SAMPLE_QUESTIONS} questions (all of them)"
     back = CorpusPlan.from_json(json.loads(json.dumps(plan.to_json())), plan.goldens)

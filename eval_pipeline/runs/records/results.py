@@ -95,6 +95,10 @@ class ResultRow(Record):
     tier: int
     question_type: str
     abstention: bool
+    # The question as asked and when (the golden's `input` and `question_date`), so the bundle
+    # alone reads as a report and as a table; absent in bundles written before.
+    question: str | None = None
+    question_date: str | None = None
     retrieved_turn_ids: list[str]
     retrieved_session_ids: list[str]
     retrieval_context: list[str]  # the exact strings handed to the reader
