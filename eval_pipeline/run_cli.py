@@ -29,6 +29,7 @@ EXIT_FAILED = 1  # a stage failed (its error printed); no bundle, or one from an
 EXIT_BAD_INPUT = 2  # an option or input is wrong; nothing ran
 EXIT_REFUSED = 3  # the graph instance is held by another chain, or holds someone else's data
 EXIT_INCOMPLETE = 4  # a bundle was written, but some questions are unscored (infrastructure)
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT) or SIGTERM: stopped between stages, resumable
 
 # Presentation only, not an option of the chain: stated here, once.
 VERBOSE = "verbose"
@@ -316,10 +317,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     ensure_no_confident_upload()
     # Every option checked before any run is launched, so before the graph is wiped.
     preflight(run)
-    # A local model server this run starts is stopped at its end (one already running, e.g.
-    # from `eval-pipeline llm` or another run, is reused and left running).
-    with owned_servers():
-        result = launch(local_instance(), run, verbose=verbose, trigger="cli")
+    try:
+        # A local model server this run starts is stopped at its end (one already running,
+        # e.g. from `eval-pipeline llm` or another run, is reused and left running).
+        with owned_servers():
+            result = launch(local_instance(), run, verbose=verbose, trigger="cli")
+    except KeyboardInterrupt:  # before the chain began or after it ended: nothing of it runs
+        print("eval-pipeline: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     outcome = outcome_of(result)
     if outcome is None:
         print(
@@ -333,6 +338,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def report(outcome: Any) -> int:
     """Summary, next steps and bundle paths on stdout (the last line a bundle); errors last on
     stderr. Returns the exit code: a refusal or a failure wins over an incomplete run."""
+    if outcome.interrupted is not None:
+        print(interrupted_line(outcome), file=sys.stderr)
+        return EXIT_INTERRUPTED
     if outcome.refused:
         print(f"eval-pipeline: error: {outcome.refused}", file=sys.stderr)
         return EXIT_REFUSED
@@ -367,6 +375,20 @@ def report(outcome: Any) -> int:
         print("eval-pipeline: error: the chain wrote no run bundle", file=sys.stderr)
         code = EXIT_FAILED
     return code
+
+
+def interrupted_line(outcome: Any) -> str:
+    """Ctrl-C's one line: where the chain stopped, what it kept, how to go on."""
+    stage = outcome.interrupted
+    kept = [s.name for r in outcome.repeats for s in r.stages if s.status == "ok"]
+    text = f"eval-pipeline: interrupted at {stage.name}"
+    text += f"; kept: {', '.join(kept)}" if kept else "; nothing was kept"
+    partial = stage.metadata.get("measured")
+    if partial:
+        text += f" and {partial} measured question(s) of {stage.name}"
+    if stage.metadata.get("withdrawn"):
+        text += f"; its unfinished bundle was moved to {stage.metadata['withdrawn']}"
+    return text + f"; resume with: eval-pipeline run --resume {outcome.chain}"
 
 
 def _print_incomplete(run_dir: Path | None) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import BaseModel, Field
 
+from eval_pipeline import interrupts
 from eval_pipeline.assets.batches import ONE_BATCH
 from eval_pipeline.assets.failure_log import record_failure, recorded_run_ids
 from eval_pipeline.assets.graph_lease import GRAPH_STEPS
@@ -25,7 +26,7 @@ from eval_pipeline.corpus.batches import BatchKey
 COMPLETENESS_CHECKS = frozenset({"scored_run_complete"})
 OUTCOME_META = "outcome"
 
-Status = Literal["ok", "failed", "check_failed", "incomplete"]
+Status = Literal["ok", "failed", "check_failed", "incomplete", "interrupted"]
 
 
 class StageOutcome(BaseModel):
@@ -148,6 +149,9 @@ def run_stage(
         )
     elif not result.success:  # a check step raised
         outcome.status, outcome.error = "check_failed", _first_error(result)
+    if interrupts.received() or _was_interrupted(result):
+        # Whatever the stage's own status: stopped by Ctrl-C, never "ok", never "failed".
+        _interrupted(outcome)
     outcome.seconds = round(time.perf_counter() - started, 3)
     if outcome.status in ("failed", "check_failed") and result.run_id not in recorded_run_ids():
         # A step that raised recorded itself; a failed check did not.
@@ -159,6 +163,37 @@ def run_stage(
             checks=outcome.failed_checks,
         )
     return outcome
+
+
+def _was_interrupted(result: Any) -> bool:
+    return any(
+        e.is_step_failure
+        and e.step_failure_data is not None
+        and e.step_failure_data.error is not None
+        and interrupts.is_interrupt(e.step_failure_data.error.cls_name)
+        for e in result.all_events
+    )
+
+
+def _interrupted(outcome: StageOutcome) -> None:
+    """Mark `outcome` interrupted; a scored_run's bundle, if it got that far, is withdrawn:
+    an interrupted stage's bundle must not read as a complete run."""
+    outcome.status, outcome.error = "interrupted", "interrupted (Ctrl-C)"
+    run_dir = outcome.metadata.get("run_dir")
+    if outcome.asset == "scored_run" and run_dir:
+        withdrawn = interrupts.withdraw_bundle(run_dir)
+        outcome.metadata["run_dir"] = None
+        outcome.metadata["withdrawn"] = str(withdrawn) if withdrawn else None
+
+
+def interrupted_before(asset: str, batch: BatchKey = ONE_BATCH) -> StageOutcome:
+    """The stage an interrupt between stages kept from starting."""
+    return StageOutcome(
+        asset=asset,
+        batch=batch.key if asset in GRAPH_STEPS and batch.batches > 1 else None,
+        status="interrupted",
+        error="interrupted (Ctrl-C) before it began",
+    )
 
 
 def _is_check_failure(event: Any) -> bool:
@@ -189,6 +224,11 @@ def run_stages(
     """`stages` one by one; stop at the first that does not end `ok`."""
     outcomes: list[StageOutcome] = []
     for asset in stages:
+        if interrupts.received():  # Ctrl-C between stages: the next one never starts
+            outcome = interrupted_before(asset, batch)
+            outcomes.append(outcome)
+            on_stage(outcome)
+            break
         outcome = run_stage(job, instance, asset, run_config, tags, batch)
         outcomes.append(outcome)
         on_stage(outcome)
