@@ -194,8 +194,9 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_config_from_args(args: argparse.Namespace) -> tuple[RunConfig, bool]:
-    """--config FILE first, then the flags given on the command line, which win."""
+def given_options(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
+    """The options given (--config FILE, then the flags, which win) in RunConfig's nested
+    shape, and `verbose`."""
     tree: dict[str, Any] = {}
     verbose = False
     if getattr(args, "config", None):
@@ -207,11 +208,34 @@ def run_config_from_args(args: argparse.Namespace) -> tuple[RunConfig, bool]:
         value = getattr(args, "__".join(path))
         if value is not None:
             _set(given, path, value)
+    return _merge(tree, given), bool(getattr(args, VERBOSE, False)) or verbose
+
+
+def run_config_from_args(args: argparse.Namespace) -> tuple[RunConfig, bool]:
+    """--config FILE first, then the flags given on the command line, which win."""
+    tree, verbose = given_options(args)
     try:
-        run = RunConfig.model_validate(_merge(tree, given))
+        run = RunConfig.model_validate(tree)
     except ValidationError as exc:
         raise UsageError(option_error(exc)) from None
-    return run, bool(getattr(args, VERBOSE, False)) or verbose
+    return run, verbose
+
+
+def flag_of(path: tuple[str, ...]) -> str:
+    """An option's flag (or its SECTION.FIELD key when it has none)."""
+    return next((f for f, (p, _) in run_flags().items() if p == tuple(path)), ".".join(path))
+
+
+def resumed(run: RunConfig, args: argparse.Namespace) -> RunConfig:
+    """`--resume RUN`: the chain's own options, checked against those given beside it."""
+    from eval_pipeline.dagster_home import local_instance
+    from eval_pipeline.ops.resume import ResumeError, resumed_config
+
+    given, _ = given_options(args)
+    try:
+        return resumed_config(local_instance(), str(run.paths.resume), given, flag_of)
+    except ResumeError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def option_error(exc: ValidationError) -> str:
@@ -313,6 +337,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from eval_pipeline.preflight import preflight
 
     run, verbose = run_config_from_args(args)
+    if run.paths.resume:
+        run = resumed(run, args)
     # Refuse before anything runs, whatever the judge: deepeval would upload results.
     ensure_no_confident_upload()
     # Every option checked before any run is launched, so before the graph is wiped.

@@ -159,6 +159,11 @@ def index_output(root: Path, output: StageOutput, chain: str) -> None:
     _write_pointer(artifacts_root(root) / "latest" / name, output)
 
 
+def chain_output(root: Path, chain: str, asset: str, partition: str | None) -> StageOutput | None:
+    """The output of `asset` (`partition`) chain `chain` hands on now, if any."""
+    return _read_pointer(artifacts_root(root) / "chains" / chain / _index_name(asset, partition))
+
+
 def load_output(path: Path) -> StageOutput:
     return StageOutput.model_validate_json((Path(path) / STAGE_FILE).read_text("utf-8"))
 

@@ -22,6 +22,7 @@ import math
 import statistics
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -31,7 +32,13 @@ from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.batches import QUESTION_BATCHES, batch_of
 from eval_pipeline.assets.failure_log import records_failures
 from eval_pipeline.assets.graph_lease import GRAPH_POOL, graph_answers, graph_step
-from eval_pipeline.assets.handoff import StageOutput, publish, stage_label
+from eval_pipeline.assets.handoff import (
+    StageOutput,
+    artifacts_root,
+    chain_of,
+    publish,
+    stage_label,
+)
 from eval_pipeline.assets.protocol import PROTOCOL_FACT, protocol_results, protocol_spec
 from eval_pipeline.assets.resources import (
     GraphResource,
@@ -55,6 +62,7 @@ from eval_pipeline.reconcile.reader import memory_census
 from eval_pipeline.retrieve.arms import ARMS_FILE, write_arms
 from eval_pipeline.retrieve.evidence_trace import TRACE_FILE, evidence_traces
 from eval_pipeline.retrieve.graph_state import graph_state
+from eval_pipeline.retrieve.journal import Journal, journal_path, measured, merged
 from eval_pipeline.retrieve.protocol import RetrievalEnv, RetrieverLoadError
 from eval_pipeline.retrieve.provenance import ProvenanceResolver
 from eval_pipeline.retrieve.reader import READER_PROMPT_VERSION, sends_prompt
@@ -235,8 +243,21 @@ def retrieval_results(
             )
             summary, metadata = None, {"graph_current": False}
         else:
+            journal = journal_path(
+                artifacts_root(paths.root()) / "chains" / chain_of(context.run),
+                stage_label(context).replace(" [", "@").rstrip("]")
+                + (f"#repeat{repeat.index}" if repeat.index else ""),
+            )
             summary, metadata = _retrieve(
-                context, store, retrieval, repeat, batch_goldens, pub, reconciled_graph, canaries
+                context,
+                store,
+                retrieval,
+                repeat,
+                batch_goldens,
+                pub,
+                reconciled_graph,
+                canaries,
+                journal=journal,
             )
             if retrieval.arms:
                 pub.facts["arms"] = _run_arms(
@@ -367,6 +388,7 @@ def _retrieve(
     pub: Any,
     reconciled: StageOutput,
     canaries: list[dict] | None = None,
+    journal: Path | None = None,
 ) -> tuple[_Summary, dict[str, Any]]:
     """Retrieve and read every question of this batch into the artifact; its facts and the
     materialization's metadata. A provider's memory is searched through the provider the
@@ -419,17 +441,38 @@ def _retrieve(
             provenance=ProvenanceResolver(store),
         )
         started = time.perf_counter()
-        bar = Progress(stage_label(context), len(questions), unit="q", log=context.log.info)
+        # What an interrupted or incomplete run of this chain measured on this same graph
+        # is kept (`retrieve.journal`); only the rest is retrieved.
+        header = {"reconciled_graph": reconciled.run_id, "sample": repeat.sample_identity}
+        kept = measured(journal, header) if journal is not None else {}
+        kept = {q.question_id: kept[q.question_id] for q in questions if q.question_id in kept}
+        if kept:
+            context.log.info(f"resumed: {len(kept)} question(s) kept from this chain's journal")
+        todo = [q for q in questions if q.question_id not in kept]
+        bar = Progress(stage_label(context), len(todo), unit="q", log=context.log.info)
+        book = Journal(journal, header) if journal is not None else None
 
         def progress(done: int, total: int, result: QuestionRetrieval) -> None:
-            summary.add(result)
+            if book is not None:
+                book.add(result)
             bar.update(failed=len(summary.failed), unscored=len(summary.unscored))
 
-        with bar:
-            write_jsonl(
-                pub.stage / RESULTS_FILE,
-                (r.model_dump(mode="json") for r in runner.run(questions, progress)),
-            )
+        def counted(results: Iterator[QuestionRetrieval]) -> Iterator[dict[str, Any]]:
+            for r in results:
+                summary.add(r)
+                yield r.model_dump(mode="json")
+
+        try:
+            with bar:
+                write_jsonl(
+                    pub.stage / RESULTS_FILE,
+                    counted(
+                        merged([q.question_id for q in questions], kept, runner.run(todo, progress))
+                    ),
+                )
+        finally:
+            if book is not None:
+                book.close()
         wall_s = time.perf_counter() - started
         canary_facts = _retrieve_canaries(context, runner, planted, pub) if planted else None
         after = graph_state(store)

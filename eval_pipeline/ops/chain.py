@@ -18,7 +18,7 @@ question batch's graph instance, runs the stages, the K batches' graph stages si
 
 from __future__ import annotations
 
-import secrets
+import hashlib
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -125,7 +125,8 @@ def drive(
 ) -> ChainOutcome:
     """The whole chain under one lease holder `chain`: the stages, then the repeats."""
     job = stage_job()
-    salt = run.repeat.salt or secrets.token_hex(4)
+    # Fresh per chain, and the same when the chain is resumed (its repeats' cache entries).
+    salt = run.repeat.salt or hashlib.sha256(chain.encode()).hexdigest()[:8]
     tags = {CHAIN_TAG: chain, TRIGGER_TAG: trigger}
     outcome = ChainOutcome(salt=salt if run.repeat.count > 1 else None, chain=chain)
     store = build.graph_store(run.graph)
@@ -213,7 +214,7 @@ def run_chain(context):  # unannotated: Dagster cannot read string annotations
     outcome = drive(
         context.instance,
         config,
-        chain=run.run_id,
+        chain=config.paths.resume or run.run_id,  # a resumed chain goes on under its own id
         trigger=run.tags.get(TRIGGER_TAG, run.tags.get("dagster/schedule_name", "manual")),
         progress=say,
         loggers=(context.run_config or {}).get("loggers"),

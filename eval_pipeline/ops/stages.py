@@ -39,6 +39,7 @@ class StageOutcome(BaseModel):
     warned_checks: list[str] = Field(default_factory=list)  # failed, but not blocking
     seconds: float = 0.0
     metadata: dict[str, Any] = Field(default_factory=dict)  # the asset's, plain values
+    kept: bool = False  # a resumed chain kept what this stage made before (`ops/resume.py`)
 
     @property
     def name(self) -> str:
@@ -51,6 +52,8 @@ class StageOutcome(BaseModel):
 
     def progress(self, i: int, n: int) -> str:
         """The stage's progress line: `[4/9] injected_graph: ok (1.8 s)`."""
+        if self.kept:
+            return f"[{i}/{n}] {self.name}: kept (made by run {self.run_id}, resumed)"
         text = f"[{i}/{n}] {self.name}: {self.status} ({self.seconds:.1f} s)"
         if self.warned_checks:
             text += f"; check(s) failed, not blocking: {', '.join(self.warned_checks)}"
@@ -102,6 +105,11 @@ def run_stage(
 ) -> StageOutcome:
     """One stage: `asset` and its checks in one run of the assets' job (as partition `batch`
     for a graph stage); what happened, in one outcome."""
+    from eval_pipeline.ops.resume import kept_stage
+
+    kept = kept_stage(instance, run_config, tags, asset, batch)
+    if kept is not None:
+        return kept
     started = time.perf_counter()
     key = dg.AssetKey(asset)
     checks = {k for k in job.asset_layer.asset_graph.asset_check_keys if k.asset_key == key}
