@@ -38,7 +38,7 @@ def test_ctrl_c_in_retrieval_then_resume(chain) -> None:
     before = _interrupt_when(proc, r"^retrieval_results: \d+/\d+")
     ran = finished(proc)
     lines = before + ran.stderr.splitlines()
-    assert ran.code == 130, ran.stderr
+    assert ran.returncode == 130, ran.stderr
     assert not any(n in ran.stderr for n in NOISE), ran.stderr
     last = lines[-1]
     assert last.startswith("eval-pipeline: interrupted at retrieval_results; kept: ")
@@ -48,10 +48,10 @@ def test_ctrl_c_in_retrieval_then_resume(chain) -> None:
 
     # Resuming with another option is refused before anything runs.
     refused = chain.shell_run("--resume", chain_id, "--top-k", "3")
-    assert refused.code == 2 and "--top-k" in refused.stderr
+    assert refused.returncode == 2 and "--top-k" in refused.stderr
 
     resumed = chain.shell_run("--resume", chain_id)
-    assert resumed.code == 0, resumed.stderr
+    assert resumed.returncode == 0, resumed.stderr
     kept = [s for s in resumed.stderr.splitlines() if ": kept (made by run" in s]
     assert [k.split("] ")[1].split(":")[0] for k in kept] == [
         "longmemeval_upstream",
@@ -71,7 +71,7 @@ def test_ctrl_c_in_scored_run_leaves_no_complete_bundle(chain) -> None:
     proc = chain.spawn_run("--label", "scoring")
     _interrupt_when(proc, r"^\[6/9\] retrieval_results: ok")
     ran = finished(proc)
-    assert ran.code == 130, ran.stderr
+    assert ran.returncode == 130, ran.stderr
     assert not any(n in ran.stderr for n in NOISE), ran.stderr
     assert "interrupted at scored_run" in ran.stderr.splitlines()[-1]
     assert not chain.bundles()

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from pydantic import BaseModel
 
 from eval_pipeline.assets.graph_lease import GRAPH_STEPS
 from eval_pipeline.assets.handoff import chain_output
@@ -32,7 +33,13 @@ from eval_pipeline.assets.resources import PathsResource
 from eval_pipeline.assets.tags import CHAIN_JOB_NAME, CHAIN_TAG
 from eval_pipeline.config import SECTIONS, RunConfig, ScoringConfig
 from eval_pipeline.corpus.batches import BatchKey
-from eval_pipeline.ops.stages import StageOutcome
+
+
+class Kept(BaseModel):
+    """A stage a resumed chain keeps: the run that made its output, and what it reported."""
+
+    run_id: str
+    metadata: dict[str, Any] = {}
 
 
 class ResumeError(ValueError):
@@ -108,8 +115,8 @@ def kept_stage(
     tags: Mapping[str, str],
     asset: str,
     batch: BatchKey,
-) -> StageOutcome | None:
-    """The stage as a resumed chain keeps it (see the module docstring), or None: run it."""
+) -> Kept | None:
+    """What a resumed chain keeps of the stage (see the module docstring), or None: run it."""
     resources = run_config.get("resources") or {}
     paths = (resources.get("paths") or {}).get("config") or {}
     if not paths.get("resume") or CHAIN_TAG not in tags:
@@ -133,14 +140,7 @@ def kept_stage(
     if asset == "retrieval_results" and output.facts.get("unscored"):
         return None  # questions left unscored by infrastructure: retrieve them again
     metadata = {"run_dir": output.facts["run_dir"]} if output.facts.get("run_dir") else {}
-    return StageOutcome(
-        asset=asset,
-        batch=batch.key if asset in GRAPH_STEPS and batch.batches > 1 else None,
-        status="ok",
-        run_id=output.run_id,
-        kept=True,
-        metadata=metadata,
-    )
+    return Kept(run_id=output.run_id, metadata=metadata)
 
 
 REPEATED = ("retrieval_results", "scored_run", "reconciled_graph")

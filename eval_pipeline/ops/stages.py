@@ -21,6 +21,7 @@ from eval_pipeline.assets.failure_log import record_failure, recorded_run_ids
 from eval_pipeline.assets.graph_lease import GRAPH_STEPS
 from eval_pipeline.assets.tags import STAGE_RUN_TAGS, STAGE_TAG
 from eval_pipeline.corpus.batches import BatchKey
+from eval_pipeline.ops.resume import kept_stage
 
 # A failed blocking check of these means "incomplete", not "failed": the bundle was written.
 COMPLETENESS_CHECKS = frozenset({"scored_run_complete"})
@@ -105,11 +106,16 @@ def run_stage(
 ) -> StageOutcome:
     """One stage: `asset` and its checks in one run of the assets' job (as partition `batch`
     for a graph stage); what happened, in one outcome."""
-    from eval_pipeline.ops.resume import kept_stage
-
     kept = kept_stage(instance, run_config, tags, asset, batch)
     if kept is not None:
-        return kept
+        return StageOutcome(
+            asset=asset,
+            batch=batch.key if asset in GRAPH_STEPS and batch.batches > 1 else None,
+            status="ok",
+            run_id=kept.run_id,
+            kept=True,
+            metadata=kept.metadata,
+        )
     started = time.perf_counter()
     key = dg.AssetKey(asset)
     checks = {k for k in job.asset_layer.asset_graph.asset_check_keys if k.asset_key == key}
