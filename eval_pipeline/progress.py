@@ -34,7 +34,8 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 # Environment switch: `plain` forces plain lines (a worker process, CI), `off` prints nothing
-# on stderr (the Dagster log still gets its lines).
+# on stderr (the Dagster log still gets its lines), `tty` the updating line (set by the CLI
+# when its stderr is a terminal: `remember_terminal`).
 PROGRESS_ENV = "EVAL_PIPELINE_PROGRESS"
 EVERY_S = 10.0
 EVERY_FRACTION = 0.05
@@ -47,6 +48,16 @@ TTY_FORMAT = (
 )
 
 
+def remember_terminal(stream: TextIO | None = None) -> None:
+    """Say, before any stage runs, whether stderr is a terminal: inside a Dagster step fd 2
+    is the compute-log capture's pipe (it still reaches the terminal), so a step cannot
+    tell. The CLI calls this; an explicit EVAL_PIPELINE_PROGRESS wins."""
+    stream = stream if stream is not None else sys.stderr
+    isatty = getattr(stream, "isatty", None)
+    if callable(isatty) and isatty():
+        os.environ.setdefault(PROGRESS_ENV, "tty")
+
+
 def plain_only() -> None:
     """This process shows plain lines only (a batch worker beside others on one terminal)."""
     os.environ[PROGRESS_ENV] = "plain"
@@ -54,7 +65,7 @@ def plain_only() -> None:
 
 def _mode(stream: TextIO) -> str:
     forced = os.environ.get(PROGRESS_ENV, "").strip().lower()
-    if forced in ("plain", "off"):
+    if forced in ("plain", "off", "tty"):
         return forced
     isatty = getattr(stream, "isatty", None)
     return "tty" if callable(isatty) and isatty() else "plain"

@@ -343,6 +343,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     ensure_no_confident_upload()
     # Every option checked before any run is launched, so before the graph is wiped.
     preflight(run)
+    from eval_pipeline.progress import remember_terminal
+
+    remember_terminal()  # before a step's compute-log capture hides the terminal
     try:
         # A local model server this run starts is stopped at its end (one already running,
         # e.g. from `eval-pipeline llm` or another run, is reused and left running).

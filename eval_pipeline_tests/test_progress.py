@@ -88,3 +88,15 @@ def test_an_interrupt_is_seen_under_any_handler_and_raises_nowhere() -> None:
         assert interrupts.received()
         assert interrupts.received()  # and it stays seen
     assert not interrupts.received()
+
+
+def test_the_cli_remembers_a_terminal_a_step_cannot_see(monkeypatch) -> None:
+    from eval_pipeline.progress import PROGRESS_ENV, _mode, remember_terminal
+
+    monkeypatch.delenv(PROGRESS_ENV, raising=False)
+    remember_terminal(_Tty())
+    # Inside a step stderr is the compute-log pipe: the remembered terminal still decides.
+    assert _mode(io.StringIO()) == "tty"
+    monkeypatch.setenv(PROGRESS_ENV, "plain")  # an explicit choice (a batch worker) wins
+    remember_terminal(_Tty())
+    assert _mode(_Tty()) == "plain"
