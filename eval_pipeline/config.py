@@ -465,6 +465,14 @@ class PathsConfig(Section):
     state_dir: str | None = Field(
         default=None, description="default: EVAL_PIPELINE_HOME, else <repo>/.eval_state"
     )
+    # Not an option of the measurement (paths are never recorded): which chain goes on.
+    resume: str | None = Field(
+        default=None,
+        description="continue an interrupted or incomplete chain with its own options: its "
+        "chain run id (printed on Ctrl-C), or its bundle (a path or a name in the runs dir); "
+        "stages it finished are kept, retrieved questions are not retrieved again",
+        json_schema_extra=cli("--resume", "RUN"),
+    )
 
 
 # Section name → its config class: the resource keys of the Dagster layer, in chain order.

@@ -31,6 +31,7 @@ EXIT_FAILED = 1  # a stage failed (its error printed); no bundle, or one from an
 EXIT_BAD_INPUT = 2  # an option or input is wrong; nothing ran
 EXIT_REFUSED = 3  # the graph instance is held by another chain, or holds someone else's data
 EXIT_INCOMPLETE = 4  # a bundle was written, but some questions are unscored (infrastructure)
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT) or SIGTERM: stopped between stages, resumable
 
 # Presentation only, not options of the chain: stated here, once.
 VERBOSE = "verbose"
@@ -206,8 +207,9 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_config_from_args(args: argparse.Namespace) -> tuple[RunConfig, bool]:
-    """--config FILE first, then the flags given on the command line, which win."""
+def given_options(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
+    """The options given (--config FILE, then the flags, which win) in RunConfig's nested
+    shape, and `verbose`."""
     tree: dict[str, Any] = {}
     verbose = False
     if getattr(args, "config", None):
@@ -219,11 +221,34 @@ def run_config_from_args(args: argparse.Namespace) -> tuple[RunConfig, bool]:
         value = getattr(args, "__".join(path))
         if value is not None:
             _set(given, path, value)
+    return _merge(tree, given), bool(getattr(args, VERBOSE, False)) or verbose
+
+
+def run_config_from_args(args: argparse.Namespace) -> tuple[RunConfig, bool]:
+    """--config FILE first, then the flags given on the command line, which win."""
+    tree, verbose = given_options(args)
     try:
-        run = RunConfig.model_validate(_merge(tree, given))
+        run = RunConfig.model_validate(tree)
     except ValidationError as exc:
         raise UsageError(option_error(exc)) from None
-    return run, bool(getattr(args, VERBOSE, False)) or verbose
+    return run, verbose
+
+
+def flag_of(path: tuple[str, ...]) -> str:
+    """An option's flag (or its SECTION.FIELD key when it has none)."""
+    return next((f for f, (p, _) in run_flags().items() if p == tuple(path)), ".".join(path))
+
+
+def resumed(run: RunConfig, args: argparse.Namespace) -> RunConfig:
+    """`--resume RUN`: the chain's own options, checked against those given beside it."""
+    from eval_pipeline.dagster_home import local_instance
+    from eval_pipeline.ops.resume import ResumeError, resumed_config
+
+    given, _ = given_options(args)
+    try:
+        return resumed_config(local_instance(), str(run.paths.resume), given, flag_of)
+    except ResumeError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def option_error(exc: ValidationError) -> str:
@@ -332,14 +357,23 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     run, verbose = run_config_from_args(args)
     rerun = rerun_options(args)
+    if run.paths.resume:
+        run = resumed(run, args)
     # Refuse before anything runs, whatever the judge: deepeval would upload results.
     ensure_no_confident_upload()
     # Every option checked before any run is launched, so before the graph is wiped.
     preflight(run)
-    # A local model server this run starts is stopped at its end (one already running, e.g.
-    # from `eval-pipeline llm` or another run, is reused and left running).
-    with owned_servers():
-        result = launch(local_instance(), run, verbose=verbose, trigger="cli")
+    from eval_pipeline.progress import remember_terminal
+
+    remember_terminal()  # before a step's compute-log capture hides the terminal
+    try:
+        # A local model server this run starts is stopped at its end (one already running,
+        # e.g. from `eval-pipeline llm` or another run, is reused and left running).
+        with owned_servers():
+            result = launch(local_instance(), run, verbose=verbose, trigger="cli")
+    except KeyboardInterrupt:  # before the chain began or after it ended: nothing of it runs
+        print("eval-pipeline: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     outcome = outcome_of(result)
     if outcome is None:
         print(
@@ -379,7 +413,12 @@ def report_json(outcome: Any, rerun: list[str] | None = None) -> int:
                 runs.append(entry_of(load_run(r.run_dir)))
             except BundleError as exc:  # said in the document, never a traceback
                 repeats[-1].error = repeats[-1].error or str(exc)
-    names = {EXIT_OK: "complete", EXIT_INCOMPLETE: "incomplete", EXIT_REFUSED: "refused"}
+    names = {
+        EXIT_OK: "complete",
+        EXIT_INCOMPLETE: "incomplete",
+        EXIT_REFUSED: "refused",
+        EXIT_INTERRUPTED: "interrupted",
+    }
     first = Path(runs[0].path) / "report.html" if runs else None
     doc = RunOutput(
         outcome=names.get(code, "failed"),  # type: ignore[arg-type]
@@ -397,6 +436,9 @@ def report_json(outcome: Any, rerun: list[str] | None = None) -> int:
 def report(outcome: Any, rerun: list[str] | None = None) -> int:
     """Summary, next steps and bundle paths on stdout (the last line a bundle); errors last on
     stderr. Returns the exit code: a refusal or a failure wins over an incomplete run."""
+    if outcome.interrupted is not None:
+        print(interrupted_line(outcome), file=sys.stderr)
+        return EXIT_INTERRUPTED
     if outcome.refused:
         print(f"eval-pipeline: error: {outcome.refused}", file=sys.stderr)
         return EXIT_REFUSED
@@ -433,6 +475,20 @@ def report(outcome: Any, rerun: list[str] | None = None) -> int:
     return code
 
 
+def interrupted_line(outcome: Any) -> str:
+    """Ctrl-C's one line: where the chain stopped, what it kept, how to go on."""
+    stage = outcome.interrupted
+    kept = [s.name for r in outcome.repeats for s in r.stages if s.status == "ok"]
+    text = f"eval-pipeline: interrupted at {stage.name}"
+    text += f"; kept: {', '.join(kept)}" if kept else "; nothing was kept"
+    partial = stage.metadata.get("measured")
+    if partial:
+        text += f" and {partial} measured question(s) of {stage.name}"
+    if stage.metadata.get("withdrawn"):
+        text += f"; its unfinished bundle was moved to {stage.metadata['withdrawn']}"
+    return text + f"; resume with: eval-pipeline run --resume {outcome.chain}"
+
+
 def _print_incomplete(run_dir: Path | None) -> None:
     info = {}
     if run_dir is not None:
@@ -465,13 +521,13 @@ def command(name: str) -> list[str]:
 
 def rerun_options(args: argparse.Namespace) -> list[str]:
     """The options this run was given (its flags, and --config as an absolute path) as they
-    would be typed again, without --repeat: the noise-floor hint repeats exactly this run."""
+    would be typed again, without --repeat: the noise-floor hint repeats exactly this run (never --resume: the hint is a fresh run)."""
     out: list[str] = []
     flags = run_flags()
     for flag in args._flags:
         path, field = flags[flag]
         value = getattr(args, "__".join(path))
-        if value is None or path == ("repeat", "count"):
+        if value is None or path in (("repeat", "count"), ("paths", "resume")):
             continue
         if _plain(field.annotation) is bool:
             out.append(flag if value else f"--no-{flag.removeprefix('--')}")

@@ -69,6 +69,14 @@ class StageOutput(BaseModel):
         return None
 
 
+def stage_label(context: Any) -> str:
+    """The stage as a progress line names it: `retrieval_results [batch-02-of-04]`."""
+    name = context.asset_key.to_user_string()
+    key = context.partition_key if context.has_partition_key else None
+    # One batch of one needs no name: the chain's own line says which stage this is.
+    return f"{name} [{key}]" if key and not key.endswith("-of-01") else name
+
+
 def artifacts_root(root: Path) -> Path:
     return Path(root) / ARTIFACTS_DIR
 
@@ -149,6 +157,11 @@ def index_output(root: Path, output: StageOutput, chain: str) -> None:
     name = _index_name(output.asset, output.partition)
     _write_pointer(artifacts_root(root) / "chains" / chain / name, output)
     _write_pointer(artifacts_root(root) / "latest" / name, output)
+
+
+def chain_output(root: Path, chain: str, asset: str, partition: str | None) -> StageOutput | None:
+    """The output of `asset` (`partition`) chain `chain` hands on now, if any."""
+    return _read_pointer(artifacts_root(root) / "chains" / chain / _index_name(asset, partition))
 
 
 def load_output(path: Path) -> StageOutput:

@@ -13,7 +13,6 @@ within a namespace, every superseded fact has its successor, every fact and chun
 to its turns.
 """
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,7 +25,7 @@ from eval_pipeline.assets.corpus import md_table
 from eval_pipeline.assets.failure_log import records_failures
 from eval_pipeline.assets.graph import checked_store
 from eval_pipeline.assets.graph_lease import GRAPH_POOL, graph_step
-from eval_pipeline.assets.handoff import StageOutput, publish
+from eval_pipeline.assets.handoff import StageOutput, publish, stage_label
 from eval_pipeline.assets.protocol import PROTOCOL_FACT, protocol_result, protocol_spec
 from eval_pipeline.assets.resources import (
     GraphResource,
@@ -37,6 +36,7 @@ from eval_pipeline.assets.resources import (
 from eval_pipeline.graph.checks import evidence_markers, graph_holds
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMError, LLMLayer
+from eval_pipeline.progress import Progress
 from eval_pipeline.providers import ProviderUnavailable
 from eval_pipeline.providers.formation import MEMORIES_FILE, form_memory
 from eval_pipeline.providers.ingest import IngestProgress
@@ -47,7 +47,6 @@ from eval_pipeline.reconcile.runner import ReconcileProgress, ReconcileReport, r
 from eval_pipeline.score import protocol
 
 MAX_FAILURE_ROWS = 50
-LOG_EVERY_S = 10.0
 
 
 def failures_table(report: ReconcileReport) -> dg.MetadataValue:
@@ -240,14 +239,16 @@ def _provider_memory(
         f"memory provider {record.pins.get('name')} v{record.pins.get('version')}, "
         f"{concurrency} namespace(s) at a time, store {record.storage_dir}"
     )
-    last = [0.0]
+    bar: list[Progress] = []
 
     def progress(p: IngestProgress) -> None:
-        now = time.perf_counter()
-        if p.finished == p.to_do or now - last[0] > LOG_EVERY_S or p.finished == 1:
-            last[0] = now
-            eta = "" if p.eta_s is None else f", about {p.eta_s:.0f} s left"
-            context.log.info(f"ingested {p.finished}/{p.to_do} sessions ({p.failed} failed){eta}")
+        if not bar:  # the total is known once the ledger is read
+            bar.append(
+                Progress(
+                    f"{stage_label(context)} ingest", p.to_do, unit="session", log=context.log.info
+                )
+            )
+        bar[0].update(failed=p.failed)
 
     audit = SessionAudit()
     with publish(context, paths.root(), {"injected_graph": injected_graph}) as pub:
@@ -265,6 +266,8 @@ def _provider_memory(
             except ProviderUnavailable as exc:
                 raise dg.Failure(f"memory provider unavailable: {exc}") from None
             finally:
+                for b in bar:
+                    b.close()
                 provider.close()
             current, why = graph_holds(store, injected_graph.facts["fingerprint"])
             markers = marker_check(
@@ -337,31 +340,41 @@ def _reconcile(
         f"reconciler {pins['name']} v{pins['version']} ({pins['class']}), "
         f"concurrency {concurrency}, redo={reconcile.redo}"
     )
-    last_log = [time.perf_counter()]
-    every = [1]
+    bars: dict[str, Progress] = {}
+    label = stage_label(context)
 
     def progress(p: ReconcileProgress) -> None:
-        if p.finished == 1:
-            every[0] = max(1, p.to_do // 20)
-        now = time.perf_counter()
-        if p.finished % every[0] == 0 or p.finished == p.to_do or now - last_log[0] > LOG_EVERY_S:
-            last_log[0] = now
-            rate = p.finished / max(p.elapsed_s, 1e-9)
-            context.log.info(
-                f"reconciled {p.finished}/{p.to_do} sessions ({rate:.1f}/s): "
-                f"{p.done} done, {p.failed} failed"
+        if "sessions" not in bars:  # the total is known once the graph's states are read
+            bars["sessions"] = Progress(
+                f"{label} sessions", p.to_do, unit="session", log=context.log.info
             )
+        bars["sessions"].update(failed=p.failed)
+
+    def namespaces(done: int, total: int) -> None:
+        # The namespace pass is a phase of its own: its line, not a restarted counter.
+        if "namespaces" not in bars:
+            if "sessions" in bars:
+                bars.pop("sessions").close()
+            bars["namespaces"] = Progress(
+                f"{label} namespaces", total, unit="ns", log=context.log.info
+            )
+        bars["namespaces"].update(done - bars["namespaces"].n)  # skipped ones count too
 
     identity = repeat.sample_identity if repeat.reconcile else None
-    report = reconcile_pending(
-        store,
-        reconciler,
-        concurrency=concurrency,
-        redo=reconcile.redo,
-        progress=progress,
-        extra_pins={"sample_identity": identity} if identity else None,
-        audit=audit,
-    )
+    try:
+        report = reconcile_pending(
+            store,
+            reconciler,
+            concurrency=concurrency,
+            redo=reconcile.redo,
+            progress=progress,
+            extra_pins={"sample_identity": identity} if identity else None,
+            audit=audit,
+            namespace_progress=namespaces,
+        )
+    finally:
+        for b in bars.values():
+            b.close()
     context.log.info(
         f"{report.done} done, {report.failed} failed, {report.skipped_done} already done, "
         f"{report.redone_foreign} redone (made under other pins); "

@@ -22,6 +22,7 @@ import math
 import statistics
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -31,7 +32,13 @@ from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.batches import QUESTION_BATCHES, batch_of
 from eval_pipeline.assets.failure_log import records_failures
 from eval_pipeline.assets.graph_lease import GRAPH_POOL, graph_answers, graph_step
-from eval_pipeline.assets.handoff import StageOutput, publish
+from eval_pipeline.assets.handoff import (
+    StageOutput,
+    artifacts_root,
+    chain_of,
+    publish,
+    stage_label,
+)
 from eval_pipeline.assets.protocol import PROTOCOL_FACT, protocol_results, protocol_spec
 from eval_pipeline.assets.resources import (
     GraphResource,
@@ -45,6 +52,7 @@ from eval_pipeline.corpus.jsonl import read_jsonl, write_jsonl
 from eval_pipeline.graph.checks import graph_holds, read_graph_fingerprint
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMError
+from eval_pipeline.progress import Progress
 from eval_pipeline.providers import ProviderError
 from eval_pipeline.providers.formation import ProviderRecord, fingerprints
 from eval_pipeline.providers.retriever import ProviderRetriever
@@ -54,6 +62,7 @@ from eval_pipeline.reconcile.reader import memory_census
 from eval_pipeline.retrieve.arms import ARMS_FILE, write_arms
 from eval_pipeline.retrieve.evidence_trace import TRACE_FILE, evidence_traces
 from eval_pipeline.retrieve.graph_state import graph_state
+from eval_pipeline.retrieve.journal import Journal, journal_path, measured, merged
 from eval_pipeline.retrieve.protocol import RetrievalEnv, RetrieverLoadError
 from eval_pipeline.retrieve.provenance import ProvenanceResolver
 from eval_pipeline.retrieve.reader import READER_PROMPT_VERSION, sends_prompt
@@ -234,12 +243,25 @@ def retrieval_results(
             )
             summary, metadata = None, {"graph_current": False}
         else:
+            journal = journal_path(
+                artifacts_root(paths.root()) / "chains" / chain_of(context.run),
+                stage_label(context).replace(" [", "@").rstrip("]")
+                + (f"#repeat{repeat.index}" if repeat.index else ""),
+            )
             summary, metadata = _retrieve(
-                context, store, retrieval, repeat, batch_goldens, pub, reconciled_graph, canaries
+                context,
+                store,
+                retrieval,
+                repeat,
+                batch_goldens,
+                pub,
+                reconciled_graph,
+                canaries,
+                journal=journal,
             )
             if retrieval.arms:
                 pub.facts["arms"] = _run_arms(
-                    retrieval, repeat, batch_goldens, session_fixtures, pub
+                    context, retrieval, repeat, batch_goldens, session_fixtures, pub
                 )
                 metadata["arms"] = dg.MetadataValue.json(pub.facts["arms"]["per_arm"])
             pub.facts.update(graph_current=True, graph_current_reason=why, batch=batch.model_dump())
@@ -340,14 +362,18 @@ def _retrieve_canaries(
     started = time.perf_counter()
     unscored: list[str] = []
 
+    bar = Progress(f"{stage_label(context)} canaries", len(planted), unit="q", log=context.log.info)
+
     def note(done: int, total: int, result: QuestionRetrieval) -> None:
         if result.infra_failures:
             unscored.append(result.question_id)
+        bar.update(unscored=len(unscored))
 
-    write_jsonl(
-        pub.stage / CANARY_RESULTS_FILE,
-        (r.model_dump(mode="json") for r in runner.run(planted, note)),
-    )
+    with bar:
+        write_jsonl(
+            pub.stage / CANARY_RESULTS_FILE,
+            (r.model_dump(mode="json") for r in runner.run(planted, note)),
+        )
     seconds = round(time.perf_counter() - started, 3)
     context.log.info(f"canaries: {len(planted)} retrieved in {seconds:.2f} s")
     return {"questions": len(planted), "unscored": unscored, "seconds": seconds}
@@ -362,6 +388,7 @@ def _retrieve(
     pub: Any,
     reconciled: StageOutput,
     canaries: list[dict] | None = None,
+    journal: Path | None = None,
 ) -> tuple[_Summary, dict[str, Any]]:
     """Retrieve and read every question of this batch into the artifact; its facts and the
     materialization's metadata. A provider's memory is searched through the provider the
@@ -413,22 +440,39 @@ def _retrieve(
             graph_alive=lambda: graph_answers(store),
             provenance=ProvenanceResolver(store),
         )
-        every = max(1, len(questions) // 20)
         started = time.perf_counter()
+        # What an interrupted or incomplete run of this chain measured on this same graph
+        # is kept (`retrieve.journal`); only the rest is retrieved.
+        header = {"reconciled_graph": reconciled.run_id, "sample": repeat.sample_identity}
+        kept = measured(journal, header) if journal is not None else {}
+        kept = {q.question_id: kept[q.question_id] for q in questions if q.question_id in kept}
+        if kept:
+            context.log.info(f"resumed: {len(kept)} question(s) kept from this chain's journal")
+        todo = [q for q in questions if q.question_id not in kept]
+        bar = Progress(stage_label(context), len(todo), unit="q", log=context.log.info)
+        book = Journal(journal, header) if journal is not None else None
 
         def progress(done: int, total: int, result: QuestionRetrieval) -> None:
-            summary.add(result)
-            if done % every == 0 or done == total:
-                rate = done / max(time.perf_counter() - started, 1e-9)
-                context.log.info(
-                    f"retrieval {done}/{total} ({rate:.1f} q/s), "
-                    f"{len(summary.failed)} failed, {len(summary.unscored)} unscored so far"
-                )
+            if book is not None:
+                book.add(result)
+            bar.update(failed=len(summary.failed), unscored=len(summary.unscored))
 
-        write_jsonl(
-            pub.stage / RESULTS_FILE,
-            (r.model_dump(mode="json") for r in runner.run(questions, progress)),
-        )
+        def counted(results: Iterator[QuestionRetrieval]) -> Iterator[dict[str, Any]]:
+            for r in results:
+                summary.add(r)
+                yield r.model_dump(mode="json")
+
+        try:
+            with bar:
+                write_jsonl(
+                    pub.stage / RESULTS_FILE,
+                    counted(
+                        merged([q.question_id for q in questions], kept, runner.run(todo, progress))
+                    ),
+                )
+        finally:
+            if book is not None:
+                book.close()
         wall_s = time.perf_counter() - started
         canary_facts = _retrieve_canaries(context, runner, planted, pub) if planted else None
         after = graph_state(store)
@@ -542,6 +586,7 @@ def _retrieve(
 
 
 def _run_arms(
+    context: dg.AssetExecutionContext,
     retrieval: RetrievalResource,
     repeat: RepeatResource,
     goldens: list[dict],
@@ -556,14 +601,19 @@ def _run_arms(
     except LLMError as exc:
         raise dg.Failure(f"arms reader LLM: {exc}") from None
     try:
-        facts = write_arms(
-            pub.stage / ARMS_FILE,
-            retrieval.arms,
-            goldens,
-            fixtures.file(FIXTURES_FILE),
-            build.reader(retrieval, llm),
-            count_tokens=PayloadTokenizer().count_context,
-        )
+        total = len(retrieval.arms) * len(goldens)
+        with Progress(
+            f"{stage_label(context)} arms", total, unit="answer", log=context.log.info
+        ) as bar:
+            facts = write_arms(
+                pub.stage / ARMS_FILE,
+                retrieval.arms,
+                goldens,
+                fixtures.file(FIXTURES_FILE),
+                build.reader(retrieval, llm),
+                count_tokens=PayloadTokenizer().count_context,
+                progress=bar.update,
+            )
         facts["llm_usage"] = llm.snapshot().to_metadata() if llm is not None else None
     finally:
         if llm is not None:

@@ -21,10 +21,10 @@ from typing import Any
 
 import dagster as dg
 
-from eval_pipeline import build
+from eval_pipeline import build, interrupts
 from eval_pipeline.assets import GROUP
 from eval_pipeline.assets.failure_log import records_failures
-from eval_pipeline.assets.handoff import StageOutput, publish
+from eval_pipeline.assets.handoff import StageOutput, publish, stage_label
 from eval_pipeline.assets.manifest import batch_of_output, build_manifest, stage_records
 from eval_pipeline.assets.protocol import protocol_results, protocol_spec
 from eval_pipeline.assets.resources import (
@@ -44,6 +44,7 @@ from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.llm import LLMLayer, ensure_no_confident_upload
 from eval_pipeline.llm.accounting import merge_usage
 from eval_pipeline.plugins.errors import PluginLoadError
+from eval_pipeline.progress import Progress
 from eval_pipeline.providers.audit import merge as merge_audits
 from eval_pipeline.retrieve.arms import ARMS_FILE, ArmAnswer
 from eval_pipeline.retrieve.evidence_trace import TRACE_FILE
@@ -357,9 +358,16 @@ def scored_run(
             f"run incomplete: {incomplete['questions']} question(s) unscored by infrastructure "
             f"failures {incomplete['by_cause']}; bundle {run_dir}"
         )
-    report = write_run_report(run_dir)
-    with publish(context, paths.root(), dict(retrieval_results)) as pub:
-        pub.facts.update(run_dir=str(run_dir), status=summary["status"], incomplete=incomplete)
+    try:
+        report = write_run_report(run_dir)
+        with publish(context, paths.root(), dict(retrieval_results)) as pub:
+            pub.facts.update(run_dir=str(run_dir), status=summary["status"], incomplete=incomplete)
+    except BaseException as exc:
+        if interrupts.is_interrupt(type(exc).__name__):
+            # Ctrl-C after the bundle was written: the stage did not end, so neither does the
+            # run; its bundle must not read as complete (the driver says where it went).
+            interrupts.withdraw_bundle(run_dir)
+        raise
     yield dg.Output(pub.output, metadata=_metadata(summary, manifest, rows, run_dir, report))
     verdict, line = canary_verdict(summary.get("canaries"))
     if verdict == "broken":
@@ -423,7 +431,7 @@ def _score_canaries(
             )
         pairs += [(batch, QuestionRetrieval.model_validate(found[q])) for q in goldens]
     retrievals = [r for _, r in pairs]
-    judged, usage = _judge(context, scoring, repeat, goldens, retrievals)
+    judged, usage = _judge(context, scoring, repeat, goldens, retrievals, "canaries")
     rows = []
     for (batch, r), j in zip(pairs, judged, strict=True):
         golden = goldens[r.question_id]
@@ -438,9 +446,10 @@ def _judge(
     repeat: RepeatResource,
     goldens: dict[str, dict],
     retrievals: list[QuestionRetrieval],
+    what: str = "questions",
 ) -> tuple[list[dict], Any]:
     """Each question's judged metrics (unscored without a judge, or when retrieval itself was
-    not measured), and the judge's usage."""
+    not measured), and the judge's usage; `what` names them in the progress line."""
 
     def abstains(r: QuestionRetrieval) -> bool:
         return bool(goldens[r.question_id]["additional_metadata"]["abstention"])
@@ -470,20 +479,24 @@ def _judge(
                     judged[i] = offline(goldens[r.question_id], r.answer, judged[i])
             return judged, None
         todo = [i for i, r in enumerate(retrievals) if not retrieval_unmeasured(r)]
-        context.log.info(f"judging {len(todo)} questions with {scoring.judge.model}")
-        results = judge_batch(
-            layer,
-            [
-                (
-                    goldens[retrievals[i].question_id],
-                    retrievals[i].retrieval_context,
-                    retrievals[i].answer,
-                )
-                for i in todo
-            ],
-            concurrency=judge_concurrency(layer),
-            answer_judge=method,
-        )
+        context.log.info(f"judging {len(todo)} {what} with {scoring.judge.model}")
+        with Progress(
+            f"{stage_label(context)} judging {what}", len(todo), unit="q", log=context.log.info
+        ) as bar:
+            results = judge_batch(
+                layer,
+                [
+                    (
+                        goldens[retrievals[i].question_id],
+                        retrievals[i].retrieval_context,
+                        retrievals[i].answer,
+                    )
+                    for i in todo
+                ],
+                concurrency=judge_concurrency(layer),
+                answer_judge=method,
+                progress=bar.update,
+            )
         for i, result in zip(todo, results, strict=True):
             judged[i] = result
         return judged, layer.snapshot().to_metadata()
@@ -520,9 +533,19 @@ def _judge_panel(
         context.log.info(
             f"judge panel: {len(items)} questions under {', '.join(m.key for m in members)}"
         )
-        results = panel.judge_panel(
-            members, items, layers, {m: judge_concurrency(la) for m, la in layers.items()}
-        )
+        with Progress(
+            f"{stage_label(context)} judge panel",
+            len(items) * len(members),
+            unit="verdict",
+            log=context.log.info,
+        ) as bar:
+            results = panel.judge_panel(
+                members,
+                items,
+                layers,
+                {m: judge_concurrency(la) for m, la in layers.items()},
+                progress=bar.update,
+            )
         usage = {m: la.snapshot().to_metadata() for m, la in layers.items()} or None
     finally:
         for layer in layers.values():
@@ -554,7 +577,15 @@ def _score_arms(
     try:
         context.log.info(f"judging {len(answers)} reference-arm answers")
         concurrency = judge_concurrency(layer) if layer is not None else 1
-        results = judge_arms(method, layer, goldens, answers, concurrency=concurrency)
+        with Progress(
+            f"{stage_label(context)} judging arms",
+            len(answers),
+            unit="answer",
+            log=context.log.info,
+        ) as bar:
+            results = judge_arms(
+                method, layer, goldens, answers, concurrency=concurrency, progress=bar.update
+            )
         judge_usage = layer.snapshot().to_metadata() if layer is not None else None
     finally:
         if layer is not None:

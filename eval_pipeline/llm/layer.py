@@ -34,7 +34,7 @@ import secrets
 import threading
 import time
 import weakref
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -303,8 +303,14 @@ class RoleClient:
         *,
         schema: type[BaseModel] | None = None,
         system: str | None = None,
+        accept: Callable[[Completion], str | None] | None = None,
     ) -> Completion:
-        """One logical call; with `schema`, `Completion.parsed` is a validated instance."""
+        """One logical call; with `schema`, `Completion.parsed` is a validated instance.
+
+        `accept(completion)` is the caller's own check of a reply that parsed (a count that
+        must match, a text that must not be empty): the problem it returns makes the call
+        fail as invalid output, and such a reply is never cached, nor a cached one that fails
+        it replayed — so a re-run (or `--resume`) asks again."""
         if self.is_offline:
             raise OfflineRoleError(
                 f"role {self.name!r} is offline (no model): use the offline implementation "
@@ -318,6 +324,8 @@ class RoleClient:
         key = self._cache_key(chat, schema) if self.config.cache else None
         if key is not None:
             hit = self._cached(key, schema)
+            if hit is not None and accept is not None and accept(hit[0]) is not None:
+                hit = None  # cached before the caller's check existed: ask again
             if hit is not None:
                 completion, origin = hit
                 ledger.cache_hit(self.name, replayed=origin != self._layer.origin)
@@ -334,6 +342,17 @@ class RoleClient:
         latency = time.perf_counter() - started
         input_tokens = _sum_or_none(r.input_tokens for r in replies)
         output_tokens = _sum_or_none(r.output_tokens for r in replies)
+        if accept is not None:
+            problem = accept(
+                Completion(role=self.name, text=final.text, parsed=parsed, cached=False)
+            )
+            if problem is not None:
+                ledger.call_failed(self.name, "invalid_output")
+                message = redact(f"{self.name}: {self.config.spec}: reply refused: {problem}")
+                log.warning("%s", message)
+                raise StructuredOutputInvalid(
+                    message, role=self.name, kind="invalid_output", attempts=len(replies)
+                )
         if key is not None:
             try:
                 self._layer.cache.put(
@@ -433,9 +452,16 @@ class RoleClient:
         return (await self.complete(messages, system=system)).text
 
     async def complete_structured(
-        self, messages: MessagesInput, schema: type[M], *, system: str | None = None
+        self,
+        messages: MessagesInput,
+        schema: type[M],
+        *,
+        system: str | None = None,
+        accept: Callable[[M], str | None] | None = None,
     ) -> M:
-        completion = await self.complete(messages, schema=schema, system=system)
+        """The validated instance; `accept(instance)` as in `complete`."""
+        check = None if accept is None else (lambda c: accept(c.parsed))  # type: ignore[arg-type]
+        completion = await self.complete(messages, schema=schema, system=system, accept=check)
         return completion.parsed  # type: ignore[return-value]
 
     def complete_sync(

@@ -26,6 +26,7 @@ from typing import Any
 
 import dagster as dg
 
+from eval_pipeline import interrupts, progress
 from eval_pipeline.assets.batches import ONE_BATCH
 from eval_pipeline.assets.failure_log import record_failure
 from eval_pipeline.assets.graph_lease import GRAPH_STEPS
@@ -170,12 +171,15 @@ def batch_worker(
 ) -> list[dict[str, Any]]:
     """One batch's stages, in a worker process (module-level: spawn pickles it by name)."""
     instance = dg.DagsterInstance.from_ref(instance_ref)
+    progress.plain_only()  # beside the other batches on one terminal: no updating line
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
     key = BatchKey.parse(batch)
-    outcome = run_batch(instance, stages, run_config, tags, key, say)
+    # Ctrl-C reaches every worker of the terminal's process group: each stops between stages.
+    with interrupts.watch(), interrupts.deferred():
+        outcome = run_batch(instance, stages, run_config, tags, key, say)
     return [s.model_dump(mode="json") for s in outcome]
 
 

@@ -18,7 +18,7 @@ question batch's graph instance, runs the stages, the K batches' graph stages si
 
 from __future__ import annotations
 
-import secrets
+import hashlib
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -26,7 +26,7 @@ from typing import Any
 import dagster as dg
 from pydantic import BaseModel, Field
 
-from eval_pipeline import build
+from eval_pipeline import build, interrupts
 from eval_pipeline.assets.batches import register_batches
 from eval_pipeline.assets.graph_lease import run_finished
 from eval_pipeline.assets.jobs import asset_order, stage_job
@@ -57,6 +57,10 @@ class RepeatOutcome(BaseModel):
         return any(s.status == "incomplete" for s in self.stages)
 
     @property
+    def interrupted(self) -> StageOutcome | None:
+        return next((s for s in self.stages if s.status == "interrupted"), None)
+
+    @property
     def run_dir(self) -> str | None:
         scored = next((s for s in self.stages if s.asset == "scored_run"), None)
         return scored.metadata.get("run_dir") if scored is not None else None
@@ -67,6 +71,7 @@ class ChainOutcome(BaseModel):
     refused: str | None = None  # the graph instance is held by another chain, or foreign
     error: str | None = None  # the chain stopped before a stage (preflight, a graph error)
     salt: str | None = None
+    chain: str | None = None  # the chain's id: what `eval-pipeline run --resume` takes
 
     @property
     def failed(self) -> StageOutcome | None:
@@ -75,6 +80,10 @@ class ChainOutcome(BaseModel):
     @property
     def incomplete(self) -> bool:
         return any(r.incomplete for r in self.repeats)
+
+    @property
+    def interrupted(self) -> StageOutcome | None:
+        return next((r.interrupted for r in self.repeats if r.interrupted is not None), None)
 
 
 def chain_stages(job: dg.JobDefinition, defined: list[dg.AssetKey]) -> tuple[str, ...]:
@@ -116,17 +125,23 @@ def drive(
 ) -> ChainOutcome:
     """The whole chain under one lease holder `chain`: the stages, then the repeats."""
     job = stage_job()
-    salt = run.repeat.salt or secrets.token_hex(4)
+    # Fresh per chain, and the same when the chain is resumed (its repeats' cache entries).
+    salt = run.repeat.salt or hashlib.sha256(chain.encode()).hexdigest()[:8]
     tags = {CHAIN_TAG: chain, TRIGGER_TAG: trigger}
-    outcome = ChainOutcome(salt=salt if run.repeat.count > 1 else None)
+    outcome = ChainOutcome(salt=salt if run.repeat.count > 1 else None, chain=chain)
     store = build.graph_store(run.graph)
     register_batches(instance, run.corpus.batches)
     try:
-        with hold_all(
-            [store.for_batch(b) for b in batch_keys(run.corpus.batches)],
-            Lease(holder=chain, run_id=chain, what="eval_chain run"),
-            wait_s=run.graph.wait_s,
-            run_finished=run_finished(instance),
+        # Ctrl-C is seen wherever it lands and acted on between stages (`interrupts`).
+        with (
+            interrupts.watch(),
+            interrupts.deferred(),
+            hold_all(
+                [store.for_batch(b) for b in batch_keys(run.corpus.batches)],
+                Lease(holder=chain, run_id=chain, what="eval_chain run"),
+                wait_s=run.graph.wait_s,
+                run_finished=run_finished(instance),
+            ),
         ):
             stages = chain_stages(job, asset_order())
             for k in range(1, run.repeat.count + 1):
@@ -144,7 +159,7 @@ def drive(
                     )
                 )
                 outcome.repeats.append(repeat)
-                if repeat.failed is not None:
+                if repeat.failed is not None or repeat.interrupted is not None:
                     break
                 stages = (
                     ("reconciled_graph", *REPEAT_STAGES) if run.repeat.reconcile else REPEAT_STAGES
@@ -199,7 +214,7 @@ def run_chain(context):  # unannotated: Dagster cannot read string annotations
     outcome = drive(
         context.instance,
         config,
-        chain=run.run_id,
+        chain=config.paths.resume or run.run_id,  # a resumed chain goes on under its own id
         trigger=run.tags.get(TRIGGER_TAG, run.tags.get("dagster/schedule_name", "manual")),
         progress=say,
         loggers=(context.run_config or {}).get("loggers"),
@@ -207,6 +222,8 @@ def run_chain(context):  # unannotated: Dagster cannot read string annotations
     )
     report = {OUTCOME_META: dg.MetadataValue.json(outcome.model_dump(mode="json"))}
     failed = outcome.failed
+    if outcome.interrupted is not None:
+        raise dg.Failure(f"interrupted at stage {outcome.interrupted.name}", metadata=report)
     if outcome.refused or outcome.error:
         raise dg.Failure(outcome.refused or outcome.error, metadata=report)
     if failed is not None:

@@ -15,18 +15,20 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import BaseModel, Field
 
+from eval_pipeline import interrupts
 from eval_pipeline.assets.batches import ONE_BATCH
 from eval_pipeline.assets.failure_log import record_failure, recorded_run_ids
 from eval_pipeline.assets.graph_lease import GRAPH_STEPS
 from eval_pipeline.assets.tags import STAGE_RUN_TAGS, STAGE_TAG
 from eval_pipeline.corpus.batches import BatchKey
+from eval_pipeline.ops.resume import kept_stage
 
 # A failed blocking check of these means "incomplete", not "failed": the bundle was written.
 COMPLETENESS_CHECKS = frozenset({"scored_run_complete"})
 OUTCOME_META = "outcome"
 NOTE_META = "sample_note"  # an asset's note the user must see without --verbose
 
-Status = Literal["ok", "failed", "check_failed", "incomplete"]
+Status = Literal["ok", "failed", "check_failed", "incomplete", "interrupted"]
 
 
 class StageOutcome(BaseModel):
@@ -39,6 +41,7 @@ class StageOutcome(BaseModel):
     warned_checks: list[str] = Field(default_factory=list)  # failed, but not blocking
     seconds: float = 0.0
     metadata: dict[str, Any] = Field(default_factory=dict)  # the asset's, plain values
+    kept: bool = False  # a resumed chain kept what this stage made before (`ops/resume.py`)
 
     @property
     def name(self) -> str:
@@ -51,6 +54,8 @@ class StageOutcome(BaseModel):
 
     def progress(self, i: int, n: int) -> str:
         """The stage's progress line: `[4/9] injected_graph: ok (1.8 s)`."""
+        if self.kept:
+            return f"[{i}/{n}] {self.name}: kept (made by run {self.run_id}, resumed)"
         text = f"[{i}/{n}] {self.name}: {self.status} ({self.seconds:.1f} s)"
         if self.warned_checks:
             text += f"; check(s) failed, not blocking: {', '.join(self.warned_checks)}"
@@ -104,6 +109,16 @@ def run_stage(
 ) -> StageOutcome:
     """One stage: `asset` and its checks in one run of the assets' job (as partition `batch`
     for a graph stage); what happened, in one outcome."""
+    kept = kept_stage(instance, run_config, tags, asset, batch)
+    if kept is not None:
+        return StageOutcome(
+            asset=asset,
+            batch=batch.key if asset in GRAPH_STEPS and batch.batches > 1 else None,
+            status="ok",
+            run_id=kept.run_id,
+            kept=True,
+            metadata=kept.metadata,
+        )
     started = time.perf_counter()
     key = dg.AssetKey(asset)
     checks = {k for k in job.asset_layer.asset_graph.asset_check_keys if k.asset_key == key}
@@ -151,6 +166,9 @@ def run_stage(
         )
     elif not result.success:  # a check step raised
         outcome.status, outcome.error = "check_failed", _first_error(result)
+    if interrupts.received() or _was_interrupted(result):
+        # Whatever the stage's own status: stopped by Ctrl-C, never "ok", never "failed".
+        _interrupted(outcome)
     outcome.seconds = round(time.perf_counter() - started, 3)
     if outcome.status in ("failed", "check_failed") and result.run_id not in recorded_run_ids():
         # A step that raised recorded itself; a failed check did not.
@@ -162,6 +180,37 @@ def run_stage(
             checks=outcome.failed_checks,
         )
     return outcome
+
+
+def _was_interrupted(result: Any) -> bool:
+    return any(
+        e.is_step_failure
+        and e.step_failure_data is not None
+        and e.step_failure_data.error is not None
+        and interrupts.is_interrupt(e.step_failure_data.error.cls_name)
+        for e in result.all_events
+    )
+
+
+def _interrupted(outcome: StageOutcome) -> None:
+    """Mark `outcome` interrupted; a scored_run's bundle, if it got that far, is withdrawn:
+    an interrupted stage's bundle must not read as a complete run."""
+    outcome.status, outcome.error = "interrupted", "interrupted (Ctrl-C)"
+    run_dir = outcome.metadata.get("run_dir")
+    if outcome.asset == "scored_run" and run_dir:
+        withdrawn = interrupts.withdraw_bundle(run_dir)
+        outcome.metadata["run_dir"] = None
+        outcome.metadata["withdrawn"] = str(withdrawn) if withdrawn else None
+
+
+def interrupted_before(asset: str, batch: BatchKey = ONE_BATCH) -> StageOutcome:
+    """The stage an interrupt between stages kept from starting."""
+    return StageOutcome(
+        asset=asset,
+        batch=batch.key if asset in GRAPH_STEPS and batch.batches > 1 else None,
+        status="interrupted",
+        error="interrupted (Ctrl-C) before it began",
+    )
 
 
 def _is_check_failure(event: Any) -> bool:
@@ -192,6 +241,11 @@ def run_stages(
     """`stages` one by one; stop at the first that does not end `ok`."""
     outcomes: list[StageOutcome] = []
     for asset in stages:
+        if interrupts.received():  # Ctrl-C between stages: the next one never starts
+            outcome = interrupted_before(asset, batch)
+            outcomes.append(outcome)
+            on_stage(outcome)
+            break
         outcome = run_stage(job, instance, asset, run_config, tags, batch)
         outcomes.append(outcome)
         on_stage(outcome)

@@ -228,13 +228,16 @@ class LLMReconciler(BaseReconciler):
             # The two calls are independent: in flight together, bounded by the role's limit.
             extracted, summary = await asyncio.gather(
                 self.client.complete_structured(text, ExtractedMemory, system=FACTS_SYSTEM),
-                self.client.complete_text(
-                    text, system=SUMMARY_SYSTEM.format(sentences=config.summary_sentences)
+                self.client.complete(
+                    text,
+                    system=SUMMARY_SYSTEM.format(sentences=config.summary_sentences),
+                    # An empty summary is refused (never cached): a re-run asks again.
+                    accept=lambda c: None if c.text.split() else "an empty episode summary",
                 ),
             )
         except OfflineRoleError as exc:  # configuration changed under us: say so plainly
             raise ReconcilerUnavailable(str(exc)) from None
-        summary = " ".join(summary.split())
+        summary = " ".join(summary.text.split())
         if not summary:
             raise ValueError("the model returned an empty episode summary")
         return memory_from_extraction(session, extracted, summary, self.name)

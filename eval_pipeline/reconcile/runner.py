@@ -135,6 +135,7 @@ def reconcile_pending(
     progress: ProgressCallback | None = None,
     extra_pins: dict[str, Any] | None = None,
     audit: SessionAudit | None = None,
+    namespace_progress: Callable[[int, int], None] | None = None,
 ) -> ReconcileReport:
     """Blocking form of `reconcile_pending_async` (runs its own event loop)."""
     return _run_sync(
@@ -146,6 +147,7 @@ def reconcile_pending(
             progress=progress,
             extra_pins=extra_pins,
             audit=audit,
+            namespace_progress=namespace_progress,
         )
     )
 
@@ -159,6 +161,7 @@ async def reconcile_pending_async(
     progress: ProgressCallback | None = None,
     extra_pins: dict[str, Any] | None = None,
     audit: SessionAudit | None = None,
+    namespace_progress: Callable[[int, int], None] | None = None,
 ) -> ReconcileReport:
     """`store` is a GraphStore, or any SessionGraph (e.g. InMemorySessionGraph).
 
@@ -306,7 +309,13 @@ async def reconcile_pending_async(
     namespace_report: dict[str, Any] | None = None
     if namespaced and store is not None:
         consolidation = await asyncio.to_thread(
-            consolidate_namespaces, store, reconciler, pins_key=key, touched=touched, audit=audit
+            consolidate_namespaces,
+            store,
+            reconciler,
+            pins_key=key,
+            touched=touched,
+            audit=audit,
+            progress=namespace_progress,
         )
         namespace_report = consolidation.model_dump()
     run_s = time.perf_counter() - started

@@ -181,10 +181,12 @@ def write_arms(
     reader: Reader,
     *,
     count_tokens: Callable[[list[str]], int] | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Write every arm's answers to `path` (one `ArmAnswer` per line, streamed) and return
     what the retrieval stage vouches for about them: which arms ran, on what context, and
-    per arm how many questions it answered, left without an answer or left unscored."""
+    per arm how many questions it answered, left without an answer or left unscored.
+    `progress()` is called after each answer."""
     per: dict[str, dict[str, Any]] = {
         a: {"questions": 0, "no_answer": 0, "unscored": []} for a in arms
     }
@@ -196,6 +198,8 @@ def write_arms(
             entry["no_answer"] += a.answer is None
             if a.infra_failures:
                 entry["unscored"].append(a.question_id)
+            if progress is not None:
+                progress()
             yield a.model_dump(mode="json")
 
     write_jsonl(path, rows())

@@ -192,7 +192,7 @@ class RunOutput(BaseModel):
 
     command: Literal["run"] = "run"
     output_version: int = OUTPUT_VERSION
-    outcome: Literal["complete", "incomplete", "failed", "refused"]
+    outcome: Literal["complete", "incomplete", "failed", "refused", "interrupted"]
     exit_code: int
     error: str | None = None
     salt: str | None = None

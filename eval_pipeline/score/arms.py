@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eval_pipeline.retrieve.arms import ARMS, ArmAnswer
@@ -68,9 +68,11 @@ def judge_arms(
     answers: Sequence[ArmAnswer],
     *,
     concurrency: int = 4,
+    progress: Callable[[], None] | None = None,
 ) -> list[MetricResult]:
     """Each arm answer's answer_judge result, in input order. An answer whose reader failed
-    for infrastructure reasons is not judged; `layer` None: the judge has no model."""
+    for infrastructure reasons is not judged; `layer` None: the judge has no model.
+    `progress()` after each answer."""
     role = layer.role("judge") if layer is not None else None
 
     async def run() -> list[MetricResult]:
@@ -80,7 +82,10 @@ def judge_arms(
             if a.infra_failures:
                 return MetricResult.unscored(NOT_JUDGED, gating=True)
             async with gate:
-                return await _verdict(judge, role, goldens[a.question_id], a)
+                result = await _verdict(judge, role, goldens[a.question_id], a)
+            if progress is not None:
+                progress()
+            return result
 
         return list(await asyncio.gather(*(one(a) for a in answers)))
 

@@ -32,6 +32,7 @@ and a test or a scratch home never leaks a check into another.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import re
 import sys
@@ -58,6 +59,7 @@ from eval_pipeline.corpus.judge_labels import (
 from eval_pipeline.llm import LLMLayer
 from eval_pipeline.llm.layer import layer_for
 from eval_pipeline.llm.role_check import ModelRoleError, check_model_roles
+from eval_pipeline.progress import Progress
 from eval_pipeline.score import verdicts as verdicts_mod
 from eval_pipeline.score.agreement import (
     AGREEMENT_FILE,
@@ -186,33 +188,15 @@ def check_judge_spec(judge: str) -> str:
     return judge
 
 
-class _Progress:
-    """A line on stderr every `every` judged calls: a CPU model takes minutes."""
-
-    def __init__(self, total: int, stream: Any, every: int = 10) -> None:
-        self.total, self.done, self.every, self.stream = total, 0, every, stream
-        self.started = time.monotonic()
-
-    def tick(self) -> None:
-        self.done += 1
-        if self.stream is not None and (self.done % self.every == 0 or self.done == self.total):
-            spent = time.monotonic() - self.started
-            print(
-                f"judge-check: {self.done}/{self.total} calls ({spent:.0f} s)",
-                file=self.stream,
-                flush=True,
-            )
-
-
 async def _gathered(
-    calls: Sequence[Callable[[], Any]], concurrency: int, progress: _Progress
+    calls: Sequence[Callable[[], Any]], concurrency: int, progress: Progress
 ) -> list[Any]:
     gate = asyncio.Semaphore(concurrency)
 
     async def one(call):
         async with gate:
             result = await call()
-        progress.tick()
+        progress.update()
         return result
 
     return list(await asyncio.gather(*(one(c) for c in calls)))
@@ -381,7 +365,13 @@ def run_judge_check(
 
                 universe = load_universe()
             n_calls = (len(label_set) + len(probe_calls)) * len(prompts) + len(inv_set)
-            progress = _Progress(n_calls, progress_stream)
+            # No stream (the judge_agreement asset): the lines go nowhere but the count.
+            progress = Progress(
+                "judge-check",
+                n_calls,
+                unit="call",
+                stream=progress_stream if progress_stream is not None else io.StringIO(),
+            )
 
             def answer_call(prompt: str, golden: Mapping[str, Any], response: str):
                 fn = reasoned_judge if prompt == "reasoned" else longmemeval_judge
@@ -401,7 +391,8 @@ def run_judge_check(
                     answer_call(prompt, as_golden(p), p.variant(s).response) for p, s in probe_calls
                 ]
             calls += [invariant_call(i) for i in inv_set.items]
-            results = layer.run_sync(_gathered(calls, concurrency, progress))
+            with progress:
+                results = layer.run_sync(_gathered(calls, concurrency, progress))
             n_items, n_probe = len(label_set), len(probe_calls)
             for k, prompt in enumerate(prompts):
                 base = k * (n_items + n_probe)

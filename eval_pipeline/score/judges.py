@@ -15,7 +15,7 @@ registry (`score.answer_judge`: the interface another judge implements, and `loa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from eval_pipeline.llm import (
@@ -132,9 +132,11 @@ def judge_batch(
     *,
     concurrency: int = 4,
     answer_judge: AnswerJudge | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> list[dict[str, MetricResult]]:
     """Judge many questions, in input order (never completion order), with `answer_judge`
-    (`score.answer_judge.load_judge`; None: the built-in LongMemEval judge)."""
+    (`score.answer_judge.load_judge`; None: the built-in LongMemEval judge); `progress()`
+    after each question."""
     judge = layer.role("judge")
     chosen = answer_judge if answer_judge is not None else LongMemEvalJudge()
 
@@ -143,7 +145,10 @@ def judge_batch(
 
         async def one(item):
             async with gate:
-                return await chosen.judge_question(judge, *item)
+                result = await chosen.judge_question(judge, *item)
+            if progress is not None:
+                progress()
+            return result
 
         return list(await asyncio.gather(*(one(p) for p in pairs)))
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -142,15 +142,23 @@ def member_pin(member: PanelMember, role: dict[str, Any] | None) -> dict[str, An
 
 
 async def _judge_all(
-    name: str, role: Any, items: Sequence[Item | None], concurrency: int
+    name: str,
+    role: Any,
+    items: Sequence[Item | None],
+    concurrency: int,
+    progress: Callable[[], None] | None = None,
 ) -> list[MetricResult]:
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(item: Item | None) -> MetricResult:
         if item is None:
-            return MetricResult.unscored(NOT_JUDGED, gating=True)
-        async with gate:
-            return await judge_answer(name, role, item[0], item[1])
+            result = MetricResult.unscored(NOT_JUDGED, gating=True)
+        else:
+            async with gate:
+                result = await judge_answer(name, role, item[0], item[1])
+        if progress is not None:
+            progress()
+        return result
 
     return list(await asyncio.gather(*(one(i) for i in items)))
 
@@ -160,18 +168,20 @@ def judge_panel(
     items: Sequence[Item | None],
     layers: Mapping[str, LLMLayer],
     concurrency: Mapping[str, int] | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> list[dict[str, MetricResult]]:
     """Per item (in order), each member's answer_judge result. `layers` holds one layer per
-    model of the panel (`models`), its judge role the member's model."""
+    model of the panel (`models`), its judge role the member's model; `progress()` after
+    each member's verdict on an item."""
     per_member: dict[str, list[MetricResult]] = {}
     for member in members:
         if member.model is None:
-            coro = _judge_all(member.method, None, items, OFFLINE_CONCURRENCY)
+            coro = _judge_all(member.method, None, items, OFFLINE_CONCURRENCY, progress)
             per_member[member.key] = asyncio.run(coro)
             continue
         layer = layers[member.model]
         limit = (concurrency or {}).get(member.model, 1)
-        coro = _judge_all(member.method, layer.role("judge"), items, limit)
+        coro = _judge_all(member.method, layer.role("judge"), items, limit, progress)
         per_member[member.key] = layer.run_sync(coro)
     return [{key: results[i] for key, results in per_member.items()} for i in range(len(items))]
 

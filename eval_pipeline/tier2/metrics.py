@@ -165,7 +165,14 @@ async def criteria_judge(judge: Any, golden: Mapping[str, Any], answer: str | No
         return MetricResult.unscored("the golden has no criteria")
     try:
         verdicts = await judge.complete_structured(
-            criteria_user_message(golden, answer), CriteriaVerdicts, system=CRITERIA_SYSTEM
+            criteria_user_message(golden, answer),
+            CriteriaVerdicts,
+            system=CRITERIA_SYSTEM,
+            # Verdicts that do not match the criteria are refused, hence never cached: a
+            # re-run asks again instead of replaying them.
+            accept=lambda v: (
+                score_verdicts(criteria, v)[1] if score_verdicts(criteria, v)[0] is None else None
+            ),
         )
     except LLMError as exc:
         return MetricResult.unscored("judge failed", error=str(exc))

@@ -137,11 +137,16 @@ class _FakeJudge:
     def __init__(self, reply=None, error=None):
         self.reply, self.error, self.calls = reply, error, []
 
-    async def complete_structured(self, messages, schema, *, system=None):
+    async def complete_structured(self, messages, schema, *, system=None, accept=None):
         self.calls.append((messages, schema, system))
         if self.error is not None:
             raise self.error
-        return schema.model_validate(self.reply)
+        parsed = schema.model_validate(self.reply)
+        # As the layer does: a reply its caller refuses fails the call (and is not cached).
+        problem = accept(parsed) if accept is not None else None
+        if problem is not None:
+            raise LLMCallFailed(problem, role="judge", kind="invalid_output", attempts=1)
+        return parsed
 
 
 def _verdicts(*met: bool) -> dict:
