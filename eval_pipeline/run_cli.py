@@ -304,9 +304,9 @@ def judge_lines(run_dir: Path) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from eval_pipeline import servers
     from eval_pipeline.dagster_home import local_instance
     from eval_pipeline.llm import ensure_no_confident_upload
-    from eval_pipeline.llm.local_server import owned_servers
     from eval_pipeline.ops.chain import outcome_of
     from eval_pipeline.ops.jobs import launch
     from eval_pipeline.preflight import preflight
@@ -316,9 +316,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     ensure_no_confident_upload()
     # Every option checked before any run is launched, so before the graph is wiped.
     preflight(run)
-    # A local model server this run starts is stopped at its end (one already running, e.g.
-    # from `eval-pipeline llm` or another run, is reused and left running).
-    with owned_servers():
+    # Servers this run starts are stopped or announced at its end (`servers.py`).
+    with servers.announced(
+        "eval-pipeline run",
+        keep_graph=run.graph.keep_running,
+        used_roots=servers.embedded_roots(
+            run.graph.data_dir, run.corpus.batches, external=bool(run.graph.uri)
+        ),
+    ) as scope:
         result = launch(local_instance(), run, verbose=verbose, trigger="cli")
     outcome = outcome_of(result)
     if outcome is None:
@@ -326,8 +331,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"eval-pipeline: error: the chain run {result.run_id} ended without an outcome",
             file=sys.stderr,
         )
-        return EXIT_FAILED
-    return report(outcome)
+        code = EXIT_FAILED
+    else:
+        code = report(outcome)
+    for line in scope.lines:  # last, on stderr: stdout's last line stays the bundle
+        print(line, file=sys.stderr)
+    return code
 
 
 def report(outcome: Any) -> int:
