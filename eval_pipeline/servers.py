@@ -116,6 +116,7 @@ def finish(token: str, *, keep_graph: bool, used_roots: Sequence[Path] = ()) -> 
 
 def _stop_local_models(token: str) -> list[str]:
     from eval_pipeline.llm import local_server
+    from eval_pipeline.llm.cli import model_name
 
     lines = []
     for record in local_server.records():
@@ -123,7 +124,7 @@ def _stop_local_models(token: str) -> list[str]:
             continue
         rss = processes.group_rss(record.pid) if local_server.pid_alive(record.pid) else None
         local_server.stop(record)
-        name = Path(record.model_path).name
+        name = model_name(record)
         lines.append(
             f"stopped the local model server this command started ({name}, pid {record.pid}, "
             f"{processes.megabytes(rss)})"
