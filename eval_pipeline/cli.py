@@ -71,29 +71,34 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
 def cmd_judge_check(args: argparse.Namespace) -> int:
     """Thin: the check itself is `score.judge_check`; a bad input is one line, exit 2."""
+    from eval_pipeline import servers
     from eval_pipeline.score.judge_check import JudgeCheckError, run_judge_check, summary_lines
 
     # With --json nothing but the document reaches stdout, whatever the check prints.
     quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
-    try:
-        with quiet:
-            outcome = run_judge_check(
-                args.judge,
-                labels=args.labels,
-                probes=args.probes,
-                with_probes=not args.no_probes,
-                with_invariant=not args.no_invariant,
-                methods=args.methods.split(",") if args.methods else None,
-                folds=args.folds,
-                out_dir=args.out,
-                concurrency=args.concurrency,
-            )
-    except JudgeCheckError as exc:
-        raise UsageError(str(exc)) from None
+    # A local model server it starts is stopped at its end, and said so.
+    with servers.announced("eval-pipeline judge-check") as scope:
+        try:
+            with quiet:
+                outcome = run_judge_check(
+                    args.judge,
+                    labels=args.labels,
+                    probes=args.probes,
+                    with_probes=not args.no_probes,
+                    with_invariant=not args.no_invariant,
+                    methods=args.methods.split(",") if args.methods else None,
+                    folds=args.folds,
+                    out_dir=args.out,
+                    concurrency=args.concurrency,
+                )
+        except JudgeCheckError as exc:
+            raise UsageError(str(exc)) from None
     if args.json:
         from eval_pipeline.runs.outcome import dumps
         from eval_pipeline.score.judge_check_output import judge_check_output
 
+        for line in scope.lines:
+            print(line, file=sys.stderr)
         print(dumps(judge_check_output(outcome)))
         return 0
     for line in summary_lines(outcome):
@@ -101,6 +106,8 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
     roots = sorted({str(p.parent.parent) for p in outcome.stored})
     print(f"stored: {len(outcome.stored)} result(s) in {', '.join(roots)}")
     print(f"wall time: {outcome.wall_s:.1f} s")
+    for line in scope.lines:  # on stderr: stdout's last line stays the output directory
+        print(line, file=sys.stderr)
     print(outcome.out_dir)
     return 0
 

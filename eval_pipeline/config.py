@@ -278,6 +278,13 @@ class GraphConfig(Section):
         default=None, description="embedded server directory (default: <state>/graph/arcadedb)"
     )
     heap: str = Field(default="1g", description="embedded server JVM heap (-Xmx)")
+    keep_running: bool = Field(
+        default=True,
+        description="leave the embedded graph server(s) a run started running for the next "
+        "run (warm: no JVM start; the run says so, with the command that stops them); off: "
+        "the run stops them at its end",
+        json_schema_extra=cli("--keep-graph-running"),
+    )
 
 
 class ReconcileConfig(Section):

@@ -329,6 +329,61 @@ def kill_group(pgid: int) -> bool:
     return _gone(pgid, KILL_WAIT_S)
 
 
+# --- who started it, what it costs ----------------------------------------------------------
+
+# Set by a command for everything started under it (its own processes and the batch workers it
+# spawns inherit the environment): which servers it started, and what `status` calls it.
+OWNER_ENV = "EVAL_SERVER_OWNER"
+STARTED_BY_ENV = "EVAL_SERVER_STARTED_BY"
+
+
+def current_owner() -> str | None:
+    return os.environ.get(OWNER_ENV) or None
+
+
+def starter() -> str:
+    """Who is starting a server, as `status` shows it: the command that set STARTED_BY_ENV
+    (`eval-pipeline run (pid 123)`), else this process's program and first word."""
+    named = os.environ.get(STARTED_BY_ENV)
+    if named:
+        return named
+    import sys
+
+    argv = [a for a in sys.argv if a]
+    words = [Path(argv[0]).name] if argv else ["python"]
+    if len(argv) > 1 and not argv[1].startswith("-"):
+        words.append(argv[1])
+    return f"{' '.join(words)} (pid {os.getpid()})"
+
+
+def group_rss(pgid: int) -> int | None:
+    """Resident memory (bytes) of every running process in group `pgid` (a server and what it
+    spawned); None without /proc or when the group is gone."""
+    if not _PROC.is_dir():
+        return None
+    total, seen = 0, False
+    for entry in os.scandir(_PROC):
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        if not _runs_in(pid, pgid):
+            continue
+        try:
+            status = (_PROC / entry.name / "status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1]) * 1024
+                seen = True
+                break
+    return total if seen else None
+
+
+def megabytes(size: int | None) -> str:
+    return "RSS unknown" if size is None else f"RSS {size / 1e6:.0f} MB"
+
+
 # --- records and locks --------------------------------------------------------------------------
 
 

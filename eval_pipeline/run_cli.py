@@ -348,9 +348,9 @@ def judge_lines(run_dir: Path) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from eval_pipeline import servers
     from eval_pipeline.dagster_home import local_instance
     from eval_pipeline.llm import ensure_no_confident_upload
-    from eval_pipeline.llm.local_server import owned_servers
     from eval_pipeline.ops.chain import outcome_of
     from eval_pipeline.ops.jobs import launch
     from eval_pipeline.preflight import preflight
@@ -366,13 +366,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     from eval_pipeline.progress import remember_terminal
 
     remember_terminal()  # before a step's compute-log capture hides the terminal
+    scope = None
     try:
-        # A local model server this run starts is stopped at its end (one already running,
-        # e.g. from `eval-pipeline llm` or another run, is reused and left running).
-        with owned_servers():
+        # Servers this run starts are stopped or announced at its end (`servers.py`).
+        with servers.announced(
+            "eval-pipeline run",
+            keep_graph=run.graph.keep_running,
+            used_roots=servers.embedded_roots(
+                run.graph.data_dir, run.corpus.batches, external=bool(run.graph.uri)
+            ),
+        ) as scope:
             result = launch(local_instance(), run, verbose=verbose, trigger="cli")
     except KeyboardInterrupt:  # before the chain began or after it ended: nothing of it runs
         print("eval-pipeline: interrupted (Ctrl-C)", file=sys.stderr)
+        for line in scope.lines if scope else []:
+            print(line, file=sys.stderr)
         return EXIT_INTERRUPTED
     outcome = outcome_of(result)
     if outcome is None:
@@ -380,10 +388,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"eval-pipeline: error: the chain run {result.run_id} ended without an outcome",
             file=sys.stderr,
         )
-        return EXIT_FAILED
-    if getattr(args, JSON, False):
-        return report_json(outcome, rerun)
-    return report(outcome, rerun)
+        code = EXIT_FAILED
+    elif getattr(args, JSON, False):
+        code = report_json(outcome, rerun)
+    else:
+        code = report(outcome, rerun)
+    for line in scope.lines:  # last, on stderr: stdout's last line stays the bundle
+        print(line, file=sys.stderr)
+    return code
 
 
 def report_json(outcome: Any, rerun: list[str] | None = None) -> int:
@@ -521,7 +533,8 @@ def command(name: str) -> list[str]:
 
 def rerun_options(args: argparse.Namespace) -> list[str]:
     """The options this run was given (its flags, and --config as an absolute path) as they
-    would be typed again, without --repeat: the noise-floor hint repeats exactly this run (never --resume: the hint is a fresh run)."""
+    would be typed again, without --repeat or --resume: the noise-floor hint repeats exactly
+    this run, afresh."""
     out: list[str] = []
     flags = run_flags()
     for flag in args._flags:

@@ -45,7 +45,7 @@ def test_every_flag_of_run_is_a_field_of_the_run_configuration():
     negated = {
         f"--no-{flag[2:]}" for flag, (_, field) in run_flags().items() if field.default is True
     }
-    assert negated == {"--no-canaries"}
+    assert negated == {"--no-canaries", "--no-keep-graph-running"}
     assert parser_flags == set(run_flags()) | aliases | negated
     assert "--reconciler" in aliases  # --memory's other spelling
     fields = leaves(RunConfig)

@@ -40,6 +40,7 @@ from eval_pipeline.runs.compare import (
     comparison_markdown,
     find_noise_floor,
 )
+from eval_pipeline.runs.floor_in_force import FloorInForce, floor_in_force
 from eval_pipeline.runs.load import BundleError, RunBundle, load_run, resolve_run
 from eval_pipeline.runs.report import (
     RUN_REPORT,
@@ -47,7 +48,7 @@ from eval_pipeline.runs.report import (
     write_comparison_report,
     write_run_report,
 )
-from eval_pipeline.runs.select import independent_repeats_of, previous_comparable_run
+from eval_pipeline.runs.select import previous_comparable_run
 
 PREVIOUS = "previous"
 
@@ -225,9 +226,10 @@ def floor_markdown(floor: NoiseFloor) -> str:
 
 @dg.asset(
     group_name=GROUP,
-    description="Noise floor per tier from repeat runs of one configuration, stored per "
-    "configuration (noise_floors/<key>.json, found by run_comparison and `eval-pipeline "
-    "compare`).",
+    description="The noise floor of the run's configuration (noise_floors/<key>.json, found "
+    "by run_comparison and `eval-pipeline compare`): calibrated only when asked (the "
+    "calibration runs given, as `eval-pipeline run --repeat N` gives its repeats); otherwise "
+    "the floor in force is read and reported, never replaced.",
 )
 @records_failures
 def noise_floor(
@@ -238,22 +240,14 @@ def noise_floor(
     scored_run: StageOutput,
 ) -> dg.MaterializeResult:
     runs_dir = paths.runs_dir(scoring)
-    if calibration.runs:
-        runs = [_load(ref, runs_dir) for ref in calibration.runs]
-    else:
-        runs, skipped = independent_repeats_of(runs_dir, bundle_of(scored_run, runs_dir))
-        for line in skipped:
-            context.log.warning(f"not a fresh sample, left out: {line}")
-        if len(runs) < 2:
-            # Not an error on a first night: there is simply nothing to calibrate yet.
-            reason = (
-                f"only {len(runs)} run in {runs_dir} with the latest run's pins; calibration "
-                "needs at least two repeats (`eval-pipeline run --repeat N`)"
-            )
-            context.log.info(reason)  # a first run has no repeats yet: nothing is wrong
-            return dg.MaterializeResult(
-                metadata={"calibrated": False, "reason": dg.MetadataValue.text(reason)}
-            )
+    if not calibration.runs:  # not asked: report the floor in force, write nothing
+        try:
+            status = floor_in_force(runs_dir, bundle_of(scored_run, runs_dir), calibration.out)
+        except NoiseFloorError as exc:
+            raise dg.Failure(str(exc)) from None
+        context.log.info(status.note())
+        return dg.MaterializeResult(metadata=_in_force_metadata(status))
+    runs = [_load(ref, runs_dir) for ref in calibration.runs]
     try:
         floor = calibrate(runs)
     except CalibrationRefused as exc:
@@ -262,6 +256,7 @@ def noise_floor(
     context.log.info(f"noise floor over {len(runs)} repeats: {path}")
     meta: dict[str, Any] = {
         "calibrated": True,
+        "written": True,
         "noise_floor": dg.MetadataValue.path(str(path)),
         "repeats": len(runs),
         "runs": dg.MetadataValue.json([r.name for r in runs]),
@@ -272,6 +267,30 @@ def noise_floor(
         if entry.coverage.floor_pp is not None:
             meta[f"tier{tier}_floor_pp"] = round(entry.coverage.floor_pp, 3)
     return dg.MaterializeResult(metadata=meta)
+
+
+def _in_force_metadata(status: FloorInForce) -> dict[str, Any]:
+    floor = status.floor
+    meta: dict[str, Any] = {
+        "calibrated": floor is not None,
+        "written": False,  # an ordinary run never replaces the floor
+        "noise_floor": dg.MetadataValue.path(status.path),
+        "reason": dg.MetadataValue.text(status.note()),
+        "repeats_available": len(status.repeats),
+        "unused_repeats": dg.MetadataValue.json(status.unused),
+    }
+    if floor is None:
+        return meta
+    meta.update(
+        repeats=status.calibrated_on,
+        runs=dg.MetadataValue.json([Path(r).name for r in floor.runs]),
+        floors=dg.MetadataValue.md(floor_markdown(floor)),
+        stability=dg.MetadataValue.text(floor.stability_line),
+    )
+    for tier, entry in floor.tiers.items():
+        if entry.coverage.floor_pp is not None:
+            meta[f"tier{tier}_floor_pp"] = round(entry.coverage.floor_pp, 3)
+    return meta
 
 
 COMPARE_ASSETS = [run_comparison, noise_floor]

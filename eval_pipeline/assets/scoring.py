@@ -53,6 +53,7 @@ from eval_pipeline.runs.bundle import write_bundle
 from eval_pipeline.runs.calibrate import floor_key
 from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.report import write_run_report
+from eval_pipeline.runs.series_label import series_label
 from eval_pipeline.score import panel, protocol
 from eval_pipeline.score.arms import judge_arms, row_arms
 from eval_pipeline.score.arms import markdown as arms_markdown
@@ -185,19 +186,6 @@ def headline(summary: dict) -> dict[str, float | int | None]:
 NOT_JUDGED = "not judged: retrieval was not measured (infrastructure failure)"
 NO_JUDGE = "unscored: no judge"
 MAX_QUESTION_ROWS = 200
-
-
-def configuration_label(manifest: dict) -> str:
-    """What a configuration key stands for, in a few words."""
-    pins = manifest["pins"]
-    reconciler = (pins.get("reconciler") or {}).get("name") or "mixed/none"
-    retriever = (pins.get("retriever") or {}).get("retriever")
-    sample = pins["corpus"]["sample_spec"].get("sample") or "all"
-    return (
-        f"{pins['corpus']['upstream'].get('file_name')} sample {sample}, reconciler "
-        f"{reconciler}, retriever {retriever}, scope {pins.get('scope')}, judge "
-        f"{pins['judge']['model']}"
-    )
 
 
 def questions_markdown(rows: list[dict]) -> str:
@@ -613,7 +601,7 @@ def _score_arms(
 def _metadata(
     summary: dict, manifest: dict, rows: list[dict], run_dir: Path, report: Path
 ) -> dict[str, Any]:
-    config_key = floor_key(load_run(run_dir))[:8]
+    series = series_label(manifest["pins"], floor_key(load_run(run_dir)))
     incomplete = summary["incomplete"]
     metadata: dict[str, Any] = {
         **summary_metadata(summary),
@@ -627,16 +615,14 @@ def _metadata(
         "canaries": canary_verdict(summary.get("canaries"))[1],
         "judge": manifest["pins"]["judge"]["model"],
         "comparable": manifest["comparable"],
-        "configuration": dg.MetadataValue.text(
-            f"cfg {config_key}: {configuration_label(manifest)}"
-        ),
+        "configuration": dg.MetadataValue.text(series),
     }
     # Only numbers go in as chartable values (an unscored rate is left out, not shown as 0),
     # one series per configuration: Dagster plots a key across every materialization, and a
     # run of another configuration or sample joined to it would read as a regression.
     metadata.update(
         {
-            f"{k} [cfg {config_key}]": round(v, 4) if isinstance(v, float) else v
+            f"{k} [{series}]": round(v, 4) if isinstance(v, float) else v
             for k, v in headline(summary).items()
             if v is not None
         }

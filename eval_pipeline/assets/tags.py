@@ -39,3 +39,21 @@ CHAIN_RUN_TAGS: dict[str, str] = {
 STAGE_RUN_TAGS: dict[str, str] = {"dagster/max_retries": "0", "eval_pipeline/stage_run": "true"}
 # The webserver a deployed chain submits its batch runs to (e.g. http://dagster_webserver:3000).
 WEBSERVER_ENV = "EVAL_DAGSTER_WEBSERVER"
+
+# Dagster 1.13's Runs list shows by default only runs without a backfill id (the runs within
+# a backfill are behind "Show runs within backfills"; the run storage keeps the tag's value in
+# its own column). A chain's stage runs carry it with the chain run's id, so the list shows
+# one eval_chain run per chain, and its stage runs are found under the chain's tag.
+GROUPED_UNDER_TAG = "dagster/backfill"
+
+
+def stage_run_tags(tags: dict[str, str] | None, asset: str) -> dict[str, str]:
+    """The tags of a chain's stage run of `asset`: the chain's, grouped under its run."""
+    tags = dict(tags or {})
+    chain = tags.get(CHAIN_TAG)
+    return {
+        **tags,
+        **STAGE_RUN_TAGS,
+        STAGE_TAG: asset,
+        **({GROUPED_UNDER_TAG: chain} if chain else {}),
+    }

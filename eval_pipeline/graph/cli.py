@@ -66,13 +66,21 @@ def register(subparsers: Any) -> None:
     graph = subparsers.add_parser("graph", help="the graph instance: status, stop")
     add_graph_options(graph)
     sub = graph.add_subparsers(dest="graph_command", required=True)
-    p = sub.add_parser("status", help="print URI, pid, data dir and node counts")
+    p = sub.add_parser(
+        "status",
+        help="print URI, pid, data dir and node counts, then every embedded server the state "
+        "dir knows (pid, ports, database, RSS, who started it)",
+    )
     p.set_defaults(func=_guarded(cmd_status))
-    p = sub.add_parser("stop", help="stop the embedded ArcadeDB server")
+    p = sub.add_parser(
+        "stop",
+        help="stop every embedded ArcadeDB server the state dir knows (with --graph-data-dir: "
+        "that one)",
+    )
     p.add_argument(
         "--all",
         action="store_true",
-        help="also the servers of question batches (<data dir>-batchNN, from --batches K)",
+        help="with --graph-data-dir: also its question batches' servers (<data dir>-batchNN)",
     )
     p.set_defaults(func=_guarded(cmd_stop))
 
@@ -96,19 +104,40 @@ def cmd_stop(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from eval_pipeline.graph import server
+    from eval_pipeline.graph import instances, server
+    from eval_pipeline.processes import megabytes
 
-    root = server.resolve_data_dir(args.graph_data_dir)
-    roots = [root]
-    if getattr(args, "all", False):
-        roots += sorted(root.parent.glob(f"{root.name}-batch[0-9][0-9]*"))
-    for root in roots:
-        info = server.running_info(root)
-        if not server.stop(root):
+    if args.graph_data_dir:  # that one (and its batches' with --all)
+        root = server.resolve_data_dir(args.graph_data_dir)
+        roots = [root, *(instances.batch_roots(root) if getattr(args, "all", False) else [])]
+        known = [i for r in roots if (i := instances.instance(r)) is not None]
+        quiet = [r for r in roots if not any(i.data_dir == str(r) and i.running for i in known)]
+        for root in quiet:
             print(f"no embedded graph server running for {root}")
-            continue
-        print(f"stopped embedded ArcadeDB (pid {info.pid if info else '?'}, data dir {root})")
+    else:  # every one the state dir knows
+        known = instances.known_instances()
+        if not any(i.running for i in known):
+            print("no embedded graph server running")
+    for item in instances.stop(known):
+        print(
+            f"stopped embedded ArcadeDB (pid {item.pid}, {megabytes(item.rss)}, "
+            f"data dir {item.data_dir})"
+        )
     return 0
+
+
+def print_instances() -> None:
+    """Every embedded server the state dir knows, one line each."""
+    from eval_pipeline.graph import instances
+    from eval_pipeline.settings import state_dir
+
+    known = instances.known_instances()
+    running = sum(i.running for i in known)
+    print(f"embedded servers known to {state_dir()}: {running} running of {len(known)}")
+    for item in known:
+        print(f"  {item.line()}")
+    if running:
+        print("  stop them all: eval-pipeline graph stop")
 
 
 def _counts_line(counts: dict[str, int]) -> str:
@@ -127,6 +156,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"data dir: {status['data_dir']}")
         if not status["running"]:
             print("state:    not running (started on demand by the pipeline)")
+            print_instances()
             return NOT_RUNNING
         print(f"pid:      {status['pid']}")
     print(f"uri:      {status['uri']}")
@@ -139,4 +169,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(
         f"relationships: {counts['relationships']} ({_counts_line(counts['relationship_types'])})"
     )
+    if embedded:
+        print_instances()
     return 0

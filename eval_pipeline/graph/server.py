@@ -30,6 +30,7 @@ Reads that could harm the server (issue 13) are bounded by the server itself:
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import logging
 import os
@@ -80,6 +81,8 @@ class ServerInfo(BaseModel):
     heap: str
     started_at: str
     command_timeout_s: float | None = None  # None: started before the ceiling existed
+    started_by: str | None = None  # the command that started it (`graph status` shows it)
+    owner: str | None = None  # the starting command's token (processes.OWNER_ENV)
 
     @property
     def bolt_uri(self) -> str:
@@ -97,6 +100,18 @@ class Credentials(BaseModel):
 
 def default_data_dir() -> Path:
     return state_dir() / "graph" / "arcadedb"
+
+
+def known_dir() -> Path:
+    """Where the state dir notes every data directory a server was started on (one outside
+    the state dir too), so `graph status` and `graph stop` find them all."""
+    return state_dir() / "graph" / "instances"
+
+
+def remember(root: Path) -> None:
+    name = hashlib.sha256(str(root).encode("utf-8")).hexdigest()[:16]
+    known_dir().mkdir(parents=True, exist_ok=True)
+    processes.write_record(known_dir() / f"{name}.json", {"data_dir": str(root)})
 
 
 def resolve_data_dir(data_dir: str | Path | None) -> Path:
@@ -367,7 +382,10 @@ def _start(
         heap=heap,
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         command_timeout_s=command_timeout_s,
+        started_by=processes.starter(),
+        owner=processes.current_owner(),
     )
+    remember(root)
     # Written before the wait: a caller that finds it while the server loads waits for it.
     processes.write_record(root / SERVER_FILE, info.model_dump(mode="json"))
     try:

@@ -44,7 +44,7 @@ SERVER_PACKAGE = "llama-cpp-python"
 CONTEXT_SIZE = 16384
 DEFAULT_IDLE_S = 900.0
 START_TIMEOUT_S = 240.0
-OWNER_ENV = "EVAL_LOCAL_SERVER_OWNER"
+OWNER_ENV = processes.OWNER_ENV  # one owner token for every server a command starts
 _KEY_ENV = "EVAL_LOCAL_SERVER_KEY"
 _MODULE = "eval_pipeline.llm.local_server"
 

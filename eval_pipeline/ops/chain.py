@@ -36,11 +36,12 @@ from eval_pipeline.corpus.batches import batch_keys
 from eval_pipeline.graph.errors import ForeignDataError, GraphError
 from eval_pipeline.graph.lease import Lease, LeaseHeld, hold_all
 from eval_pipeline.ops.batches import run_batched
-from eval_pipeline.ops.stages import OUTCOME_META, StageOutcome
+from eval_pipeline.ops.stages import OUTCOME_META, StageOutcome, run_stages
 
 # Repeats re-run only what can vary between runs of one configuration (retrieval, reading,
 # judging) over the same graph, and with `repeat.reconcile` the reconciliation too.
 REPEAT_STAGES = ("retrieval_results", "scored_run")
+NOISE_FLOOR = "noise_floor"
 
 
 class RepeatOutcome(BaseModel):
@@ -164,6 +165,9 @@ def drive(
                 stages = (
                     ("reconciled_graph", *REPEAT_STAGES) if run.repeat.reconcile else REPEAT_STAGES
                 )
+            if run.repeat.count > 1 and outcome.failed is None:
+                # `--repeat N` asks for the floor: calibrated from this chain's own repeats.
+                calibrate_repeats(job, instance, run, outcome, tags, progress, loggers)
     except (LeaseHeld, ForeignDataError) as exc:
         outcome.refused = str(exc)
     except GraphError as exc:
@@ -171,6 +175,29 @@ def drive(
     finally:
         store.close()
     return outcome
+
+
+def calibrate_repeats(
+    job: dg.JobDefinition,
+    instance: dg.DagsterInstance,
+    run: RunConfig,
+    outcome: ChainOutcome,
+    tags: Mapping[str, str],
+    progress: Callable[[int, int, StageOutcome], None],
+    loggers: Mapping[str, Any] | None,
+) -> None:
+    """`noise_floor` once more, over the repeats' bundles: the floor `--repeat N` asked for
+    (an ordinary run only reads it). Its outcome joins the last repeat's stages."""
+    dirs = [r.run_dir for r in outcome.repeats]
+    if not all(dirs) or NOISE_FLOOR not in chain_stages(job, asset_order()):
+        return
+    last = run.for_repeat(run.repeat.count, outcome.salt or "")
+    asked = last.model_copy(
+        update={"calibration": last.calibration.model_copy(update={"runs": dirs})}
+    )
+    config = stage_run_config(asked, loggers)
+    ran = run_stages(job, instance, [NOISE_FLOOR], config, tags, lambda s: progress(1, 1, s))
+    outcome.repeats[-1].stages.extend(ran)
 
 
 @dg.op(

@@ -19,7 +19,7 @@ from eval_pipeline import interrupts
 from eval_pipeline.assets.batches import ONE_BATCH
 from eval_pipeline.assets.failure_log import record_failure, recorded_run_ids
 from eval_pipeline.assets.graph_lease import GRAPH_STEPS
-from eval_pipeline.assets.tags import STAGE_RUN_TAGS, STAGE_TAG
+from eval_pipeline.assets.tags import stage_run_tags
 from eval_pipeline.corpus.batches import BatchKey
 from eval_pipeline.ops.resume import kept_stage
 
@@ -126,7 +126,7 @@ def run_stage(
         run_config=dict(run_config),
         instance=instance,
         raise_on_error=False,
-        tags={**tags, **STAGE_RUN_TAGS, STAGE_TAG: asset},
+        tags=stage_run_tags(dict(tags), asset),
         partition_key=batch.key if asset in GRAPH_STEPS else None,
     )
     outcome = StageOutcome(
