@@ -459,7 +459,8 @@ class CalibrationConfig(Section):
 
     runs: list[str] | None = Field(
         default=None,
-        description="run directories or names; default: every run with the latest run's pins",
+        description="run directories or names to calibrate over; default: calibrate nothing, "
+        "report the floor in force",
     )
     out: str | None = Field(
         default=None, description="default: <runs_dir>/noise_floors/<configuration key>.json"

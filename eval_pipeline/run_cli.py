@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import shutil
 import sys
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
@@ -24,6 +23,7 @@ from pydantic.fields import FieldInfo
 from eval_pipeline.config import SECTIONS, ModelRole, RunConfig
 from eval_pipeline.llm.config import LOCAL_ROLE_DEFAULTS
 from eval_pipeline.score import protocol
+from eval_pipeline.scripts import command
 
 # Exit codes of `eval-pipeline run` (docs/cli.md lists them).
 EXIT_OK = 0  # complete: every question measured
@@ -512,23 +512,6 @@ def _print_incomplete(run_dir: Path | None) -> None:
         f"{run_dir}",
         file=sys.stderr,
     )
-
-
-# A console script of this environment, when PATH does not find it: `python -m` of what.
-SCRIPT_MODULES = {"eval-pipeline": "eval_pipeline.cli", "dagster": "dagster"}
-
-
-def command(name: str) -> list[str]:
-    """How to type console script `name` so that a shell runs this environment's one: its bare
-    name when PATH finds exactly it, else its full path (a venv not activated), else
-    `python -m`."""
-    here = Path(sys.executable).parent / name
-    found = shutil.which(name)
-    if found and here.is_file() and Path(found).resolve() == here.resolve():
-        return [name]
-    if here.is_file():
-        return [str(here)]
-    return [sys.executable, "-m", SCRIPT_MODULES[name]]
 
 
 def rerun_options(args: argparse.Namespace) -> list[str]:

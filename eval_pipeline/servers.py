@@ -21,13 +21,13 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval_pipeline import processes
-
-STOP_ALL = "eval-pipeline graph stop"
+from eval_pipeline.scripts import command
 
 
 @dataclass
@@ -74,12 +74,14 @@ def announced(
 
 
 def _stop_hint(data_dir: str) -> str:
+    """The command that stops the server of `data_dir`, runnable as printed."""
     from eval_pipeline.graph import instances, server
 
+    cli = command("eval-pipeline")
     default = server.default_data_dir()
     if Path(data_dir) in (default, *instances.batch_roots(default)):
-        return STOP_ALL
-    return f"eval-pipeline graph --graph-data-dir {data_dir} stop"
+        return shlex.join([*cli, "graph", "stop"])
+    return shlex.join([*cli, "graph", "--graph-data-dir", data_dir, "stop"])
 
 
 def finish(token: str, *, keep_graph: bool, used_roots: Sequence[Path] = ()) -> list[str]:

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline.ops.stages import StageOutcome
-from eval_pipeline.run_cli import add_run_options, command, print_next_steps, rerun_options
+from eval_pipeline.run_cli import add_run_options, print_next_steps, rerun_options
+from eval_pipeline.scripts import command
 from eval_pipeline.settings import REPO_DIR
 from eval_pipeline_tests.runs.synthetic import outcomes, write_run
 from eval_pipeline_tests.test_cli_truth import NO_KEYS, assert_refused_before_anything_ran

@@ -13,12 +13,14 @@ import argparse
 import json
 import os
 import re
+import shlex
 from pathlib import Path
 
 import pytest
 
 from eval_pipeline import processes, servers
 from eval_pipeline.graph import cli, instances, server
+from eval_pipeline.scripts import command
 
 
 def graph_cli(*argv: str) -> int:
@@ -100,7 +102,8 @@ def test_a_command_stops_or_announces_what_it_started(
     assert line.startswith("graph server left running for the next run (")
     assert f"pid {info.pid}, bolt port {info.bolt_port}, RSS " in line
     assert re.search(r"RSS \d+ MB", line) and f"data dir {graph_dir}" in line
-    assert f"`eval-pipeline graph --graph-data-dir {graph_dir} stop`" in line
+    cli = shlex.join(command("eval-pipeline"))  # runnable as printed, on PATH or not
+    assert f"`{cli} graph --graph-data-dir {graph_dir} stop`" in line
     assert server.running_info(graph_dir) is not None
 
     # Another command reuses it: left as it was, and said so, naming who started it.

@@ -174,18 +174,20 @@ def _meta(result):
     return {k: v.value for k, v in mat.materialization.metadata.items()}
 
 
-def test_asset_calibrates_over_the_runs_sharing_the_latest_runs_pins(tmp_path):
+def test_asset_calibrates_over_the_runs_it_is_given_and_only_then(tmp_path):
     runs_dir = tmp_path / "runs"
     first = write_run(runs_dir, outcomes("q", REPEATS[0]), label="lone")
-    assert _materialize(tmp_path, first).success
-    assert _meta(_materialize(tmp_path, first))["calibrated"] is False  # one run: nothing yet
-    assert not (runs_dir / "noise_floors").exists()
-
     write_run(runs_dir, outcomes("q", REPEATS[1]), pins=set_pin(BASE_PINS, "top_k", 3))
     repeats = _repeats(runs_dir, REPEATS[1:])
+    # Not asked (no runs named): the floor in force is read, nothing is written.
     meta = _meta(_materialize(tmp_path, repeats[-1]))
-    assert meta["calibrated"] is True and meta["repeats"] == 3  # not the top_k=3 run
-    assert meta["runs"] == [first.name, *(r.name for r in repeats)]
+    assert meta["calibrated"] is False and meta["written"] is False
+    assert not (runs_dir / "noise_floors").exists()
+
+    names = [first.name, *(r.name for r in repeats)]
+    meta = _meta(_materialize(tmp_path, repeats[-1], runs=names))
+    assert meta["calibrated"] is True and meta["written"] is True and meta["repeats"] == 3
+    assert meta["runs"] == names
     assert meta["tier1_floor_pp"] == pytest.approx(20.0)
     assert "| 1 | all answerable | 20.0 |" in meta["floors"]
     # Stored per configuration, under the key of its pins; never one shared file.
