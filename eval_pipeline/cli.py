@@ -93,12 +93,12 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
                 )
         except JudgeCheckError as exc:
             raise UsageError(str(exc)) from None
+    for line in scope.lines:  # on stderr, before the results: an error stays the last line
+        print(line, file=sys.stderr)
     if args.json:
         from eval_pipeline.runs.outcome import dumps
         from eval_pipeline.score.judge_check_output import judge_check_output
 
-        for line in scope.lines:
-            print(line, file=sys.stderr)
         print(dumps(judge_check_output(outcome)))
         return 0
     for line in summary_lines(outcome):
@@ -106,8 +106,6 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
     roots = sorted({str(p.parent.parent) for p in outcome.stored})
     print(f"stored: {len(outcome.stored)} result(s) in {', '.join(roots)}")
     print(f"wall time: {outcome.wall_s:.1f} s")
-    for line in scope.lines:  # on stderr: stdout's last line stays the output directory
-        print(line, file=sys.stderr)
     print(outcome.out_dir)
     return 0
 

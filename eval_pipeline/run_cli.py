@@ -378,24 +378,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         ) as scope:
             result = launch(local_instance(), run, verbose=verbose, trigger="cli")
     except KeyboardInterrupt:  # before the chain began or after it ended: nothing of it runs
-        print("eval-pipeline: interrupted (Ctrl-C)", file=sys.stderr)
         for line in scope.lines if scope else []:
             print(line, file=sys.stderr)
+        print("eval-pipeline: interrupted (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED
+    # What stays running, after the stage lines and before the summary: stdout's last line
+    # stays the bundle, stderr's last line the error when there is one.
+    for line in scope.lines:
+        print(line, file=sys.stderr)
     outcome = outcome_of(result)
     if outcome is None:
         print(
             f"eval-pipeline: error: the chain run {result.run_id} ended without an outcome",
             file=sys.stderr,
         )
-        code = EXIT_FAILED
-    elif getattr(args, JSON, False):
-        code = report_json(outcome, rerun)
-    else:
-        code = report(outcome, rerun)
-    for line in scope.lines:  # last, on stderr: stdout's last line stays the bundle
-        print(line, file=sys.stderr)
-    return code
+        return EXIT_FAILED
+    if getattr(args, JSON, False):
+        return report_json(outcome, rerun)
+    return report(outcome, rerun)
 
 
 def report_json(outcome: Any, rerun: list[str] | None = None) -> int:

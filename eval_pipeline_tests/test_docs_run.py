@@ -48,6 +48,10 @@ SAMPLE_FILE = REPO_DIR / "corpus" / "upstream" / "longmemeval_sample.json"
 _HOSTED = "a hosted model: needs its API key and the network, which the suite never uses"
 _LOCAL = "a local CPU model: minutes per question; `make test-real` runs the local models"
 _MEMGRAPH = "needs a Memgraph server: none here (the conformance suite runs against one)"
+_CI_SCRIPT = (
+    "docs/cli.md's CI job (`mine` is your memory, paths read from the JSON): run step by step, "
+    "with a memory that forms nothing as `mine`, by test_ci_script.py"
+)
 _DOCKER = "the Docker deployment: no Docker engine here (deploy tests build what they can)"
 CANNOT_RUN_HERE: dict[str, str] = {
     "make run": "creates .venv and installs the project (minutes, once per machine); what it "
@@ -80,6 +84,15 @@ CANNOT_RUN_HERE: dict[str, str] = {
         "your own package (`mypkg` is a placeholder); a --config file's reconcile.options "
         "reaching a plug-in is tested in test_docs_truth"
     ),
+    **{
+        cmd: _CI_SCRIPT
+        for cmd in (
+            "eval-pipeline run --repeat 2 --label base --json > base.json",
+            "eval-pipeline calibrate RUN1 RUN2 --json > floor.json",
+            "eval-pipeline run --memory mine --label cand --json > cand.json",
+            "eval-pipeline compare RUN1 CAND_RUN --json > verdict.json",
+        )
+    },
     "export DAGSTER_POSTGRES_PASSWORD=...": _DOCKER,
     "export DOCKER_GID=$(stat -c %g /var/run/docker.sock)": _DOCKER,
     "export OPENAI_API_KEY=... ANTHROPIC_API_KEY=...": _DOCKER,

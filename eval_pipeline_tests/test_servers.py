@@ -102,8 +102,8 @@ def test_a_command_stops_or_announces_what_it_started(
     assert line.startswith("graph server left running for the next run (")
     assert f"pid {info.pid}, bolt port {info.bolt_port}, RSS " in line
     assert re.search(r"RSS \d+ MB", line) and f"data dir {graph_dir}" in line
-    cli = shlex.join(command("eval-pipeline"))  # runnable as printed, on PATH or not
-    assert f"`{cli} graph --graph-data-dir {graph_dir} stop`" in line
+    script = shlex.join(command("eval-pipeline"))  # runnable as printed, on PATH or not
+    assert f"`{script} graph --graph-data-dir {graph_dir} stop`" in line
     assert server.running_info(graph_dir) is not None
 
     # Another command reuses it: left as it was, and said so, naming who started it.

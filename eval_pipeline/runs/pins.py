@@ -107,9 +107,19 @@ COMPARABILITY_PINS: tuple[Pin, ...] = (
     Pin("errata.excluded", errata_excluded),
 )
 
+
+def reconciler(run: RunBundle) -> Any:
+    """The reconciler's pins without the repeat's sample identity: repeats that reconcile
+    afresh (`--repeat-reconcile`) differ in it by design, and it is pinned under `repeat`."""
+    value = _at("reconciler")(run)
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if k != "sample_identity"}
+    return value
+
+
 # Repeats for calibration must be one configuration, not just comparable runs.
 CONFIGURATION_PINS: tuple[Pin, ...] = (
-    Pin("reconciler", _at("reconciler")),
+    Pin("reconciler", reconciler),
     Pin("retriever", _at("retriever")),
     Pin("top_k", _at("top_k")),
     Pin("graph.backend", _at("graph", "backend")),
