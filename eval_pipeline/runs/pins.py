@@ -108,12 +108,16 @@ COMPARABILITY_PINS: tuple[Pin, ...] = (
 )
 
 
+# Repeats that reconcile afresh (`--repeat-reconcile`) differ in these by design: the repeat's
+# sample identity (pinned under `repeat`) and the digest of the pins that include it.
+_PER_REPEAT = ("sample_identity", "pins_key")
+
+
 def reconciler(run: RunBundle) -> Any:
-    """The reconciler's pins without the repeat's sample identity: repeats that reconcile
-    afresh (`--repeat-reconcile`) differ in it by design, and it is pinned under `repeat`."""
+    """The reconciler's pins as configuration: without what differs per repeat."""
     value = _at("reconciler")(run)
     if isinstance(value, dict):
-        return {k: v for k, v in value.items() if k != "sample_identity"}
+        return {k: v for k, v in value.items() if k not in _PER_REPEAT}
     return value
 
 
