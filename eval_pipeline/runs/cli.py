@@ -189,53 +189,57 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _error(str(exc))
         for line in exc.lines():
             print(f"  {line}", file=sys.stderr)
-        held: list[Condition] = ["refused"]
-        code = exit_code(held, fail_on)
-        failed = [c for c in held if c in fail_on]
-        _emit(
-            args,
-            CompareOutput(
-                outcome="refused",
-                exit_code=code,
-                fail_on=list(fail_on),
-                conditions=held,
-                failed_on=failed,
-                base=statuses[0],
-                candidate=statuses[1],
-                refusal=Refusal(
-                    message=str(exc),
-                    differences=[
-                        {"name": d.name, "base": d.left, "candidate": d.right, "line": line}
-                        for d, line in zip(exc.differences, exc.lines(), strict=True)
-                    ],
-                ),
+        refused = _held_output(
+            "refused",
+            ["refused"],
+            fail_on,
+            statuses,
+            refusal=Refusal(
+                message=str(exc),
+                differences=[
+                    {"name": d.name, "base": d.left, "candidate": d.right, "line": line}
+                    for d, line in zip(exc.differences, exc.lines(), strict=True)
+                ],
             ),
         )
-        return code
+        _emit(args, refused)
+        return refused.exit_code
     except (BundleError, NoiseFloorError, NoiseFloorMismatch, OSError) as exc:
         return bad(str(exc), fail_on)
-    held = conditions_of(comparison.verdict, statuses)
-    code = exit_code(held, fail_on)
-    failed = [c for c in held if c in fail_on]
+    out = _held_output(
+        comparison.verdict.lower(),
+        conditions_of(comparison.verdict, statuses),
+        fail_on,
+        statuses,
+        report=str(report),
+        comparison=comparison,
+    )
     if as_json:
-        _emit(
-            args,
-            CompareOutput(
-                outcome=comparison.verdict.lower(),  # type: ignore[arg-type]
-                exit_code=code,
-                fail_on=list(fail_on),
-                conditions=held,
-                failed_on=failed,
-                base=statuses[0],
-                candidate=statuses[1],
-                report=str(report),
-                comparison=comparison,
-            ),
-        )
+        _emit(args, out)
     else:
         print_comparison(comparison, report, statuses)
-    _failing(code, failed, fail_on)
-    return code
+    _failing(out.exit_code, out.failed_on, fail_on)
+    return out.exit_code
+
+
+def _held_output(
+    outcome: str,
+    held: list[Condition],
+    fail_on: Sequence[Condition],
+    statuses: tuple,
+    **rest: object,
+) -> CompareOutput:
+    """compare's answer for the conditions that held: its exit code and what it failed on."""
+    return CompareOutput(
+        outcome=outcome,  # type: ignore[arg-type]
+        exit_code=exit_code(held, fail_on),
+        fail_on=list(fail_on),
+        conditions=held,
+        failed_on=[c for c in held if c in fail_on],
+        base=statuses[0],
+        candidate=statuses[1],
+        **rest,  # type: ignore[arg-type]
+    )
 
 
 def print_floor(floor: NoiseFloor, path: Path) -> None:
