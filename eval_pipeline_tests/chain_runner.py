@@ -234,6 +234,9 @@ class Chain:
         """os.environ with this chain's variables; the repository importable (the tests'
         plug-ins live in the test package)."""
         out = dict(os.environ)
+        # A CLI run in this process may have remembered a terminal (progress.remember_terminal):
+        # a child whose stderr is a pipe shows plain lines unless the test asks otherwise.
+        out.pop("EVAL_PIPELINE_PROGRESS", None)
         for key, value in {**self.env, **(env or {})}.items():
             if value is None:
                 out.pop(key, None)

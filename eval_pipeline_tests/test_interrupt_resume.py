@@ -60,12 +60,10 @@ def test_ctrl_c_in_retrieval_then_resume(chain) -> None:
         "injected_graph",
         "reconciled_graph",
     ]
-    # Retrieval retrieved only what the interrupted run had not measured. No line at all means
-    # nothing was left (a loaded machine can measure every question before the signal lands):
-    # a phase with a total always ends with its line.
+    # Retrieval retrieved only what the interrupted run had not measured.
     done = re.findall(r"^retrieval_results: \d+/(\d+)", resumed.stderr, re.M)
     total = int(re.findall(r"^retrieval_results: \d+/(\d+)", "\n".join(before), re.M)[0])
-    assert all(int(d) < total for d in done)
+    assert done and int(done[-1]) < total, resumed.stderr
     assert len(chain.bundles()) == 1
 
 

@@ -93,7 +93,10 @@ def test_an_interrupt_is_seen_under_any_handler_and_raises_nowhere() -> None:
 def test_the_cli_remembers_a_terminal_a_step_cannot_see(monkeypatch) -> None:
     from eval_pipeline.progress import PROGRESS_ENV, _mode, remember_terminal
 
-    monkeypatch.delenv(PROGRESS_ENV, raising=False)
+    # setenv then delenv: monkeypatch restores the variable's absence afterwards, so the "tty"
+    # remember_terminal writes cannot leak into later tests' subprocesses.
+    monkeypatch.setenv(PROGRESS_ENV, "")
+    monkeypatch.delenv(PROGRESS_ENV)
     remember_terminal(_Tty())
     # Inside a step stderr is the compute-log pipe: the remembered terminal still decides.
     assert _mode(io.StringIO()) == "tty"
