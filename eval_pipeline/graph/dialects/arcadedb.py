@@ -229,6 +229,7 @@ class ArcadeDBDialect(Dialect):
             )
         for stmt in create_fulltext_sql(label, prop):
             http.sql(store.database, stmt)
+        self.require_text_index(store, label, prop)
 
     def drop_text_index(self, store: DialectStore, label: str, prop: str) -> None:
         http = store.http()
