@@ -329,6 +329,9 @@ def inject_fixtures(
     lap("read_fixtures")
 
     uri = store.ensure_running()
+    # A server that could not hold what injection builds (Memgraph in IN_MEMORY_ANALYTICAL:
+    # no transactions, no text index) is refused while the previous graph is still whole.
+    store.dialect.require_transactions(store, "injection")
     lap("server")
     store.wipe()
     lap("wipe")

@@ -118,7 +118,11 @@ class GuardedReader:
         except WriteRejected as rejected:
             _record(trace, query, params, started, error=REJECTED_PREFIX + rejected.reason)
             raise QueryRejected(rejected.reason) from None
-        sent = self._bounded(query)
+        try:
+            sent = self._bounded(query)
+        except GraphError as refused:  # a statement the dialect cannot bound is not sent
+            _record(trace, query, params, started, error=str(refused))
+            raise
         submitted = time.time()
         timed_out: GraphTimeoutError | None = None
         dropped: GraphUnavailableError | None = None

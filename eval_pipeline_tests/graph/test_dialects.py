@@ -177,3 +177,32 @@ def test_the_docs_table_is_the_differences_table() -> None:
     for d in DIFFERENCES:
         row = f"| {d.concern} | `{d.method}` | {d.arcadedb} | {d.memgraph} |"
         assert row in text, row
+
+
+def test_arcadedb_wipe_sql_for_triggers_views_and_constrained_properties() -> None:
+    # Rows as 26.10.x returns them (probed): `SELECT FROM schema:triggers`,
+    # `SELECT name FROM schema:materializedViews`, a type's `properties`.
+    from eval_pipeline.graph.dialects.arcadedb import drop_trigger_sql, drop_view_sql
+
+    triggers = [
+        {"name": "audit_t", "typeName": "Audit", "timing": "AFTER", "event": "CREATE"},
+        {"name": "we ird", "typeName": "AuditLog", "timing": "AFTER", "event": "CREATE"},
+    ]
+    assert drop_trigger_sql(triggers) == [
+        "DROP TRIGGER IF EXISTS `audit_t`",
+        "DROP TRIGGER IF EXISTS `we ird`",
+    ]
+    assert drop_view_sql([{"name": "mv"}]) == ["DROP MATERIALIZED VIEW IF EXISTS `mv`"]
+    rows = [
+        {
+            "name": "Strict",
+            "type": "vertex",
+            "records": 0,
+            "indexes": [],
+            "properties": [
+                {"id": 6, "name": "p", "type": "STRING", "mandatory": True, "custom": {}},
+                {"id": 7, "name": "q", "type": "STRING", "custom": {}},
+            ],
+        }
+    ]
+    assert inventory_from_types(rows).constraints == ["Strict.p mandatory"]

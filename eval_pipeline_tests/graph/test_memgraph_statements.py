@@ -57,6 +57,43 @@ Sources (repository, file, version read):
         label+property_vector".
 [CONS]  memgraph/documentation constraint pages (index ids 49508641093, 48985768203): SHOW
         CONSTRAINT INFO rows `unique | Employee | email`, `exists | Employee | first_name`.
+
+Read at tag v3.10.1 (commit 0e77b786fc03fe4f92a18b9730940e11c62a0c32, the pinned release):
+[TCK]   src/storage/v2/constraints/type_constraints_kind.hpp: TypeConstraintKind has 13 kinds;
+        TypeConstraintKindToString prints BOOLEAN as "BOOL", LOCALTIME as "LOCAL TIME",
+        LOCALDATETIME as "LOCAL DATE TIME", ZONEDDATETIME as "ZONED DATE TIME", the other nine
+        (STRING INTEGER FLOAT LIST MAP DURATION DATE ENUM POINT) as their names.
+[G4-10] src/query/frontend/opencypher/grammar/MemgraphCypher.g4: typeConstraintType : BOOLEAN
+        | STRING | INTEGER | FLOAT | LIST | MAP | DATE | LOCALTIME | LOCALDATETIME |
+        ZONEDDATETIME | DURATION | ENUM | POINT; dropVectorIndex : DROP VECTOR INDEX indexName
+        (CREATE VECTOR EDGE INDEX exists, no DROP VECTOR EDGE INDEX); cypherQuery : (
+        preQueryDirectives )? singleQuery ( cypherUnion )* ( queryMemoryLimit )?; callSubquery
+        : CALL ... '{' cypherQuery '}'. Cypher.g4: memoryLimit : MEMORY ( UNLIMITED | LIMIT
+        literal ( MB | KB ) ); constraint ... ASSERT variable propertyLookup IS TYPED
+        typeConstraintType.
+[IN-10] src/query/interpreter.cpp: SHOW INDEX INFO gives vector rows ("label+property_vector"
+        | "edge-type+property_vector", label or edge type, property name, count) with no name;
+        SHOW VECTOR INDEX INFO header {"index_name", "label", "property", "capacity",
+        "dimension", "metric", "size", "scalar_kind", "index_type"}, index_type from
+        VectorIndexTypeToString ("label+property_vector" / "edge-type+property_vector",
+        src/storage/v2/indices/vector_index_utils.hpp); SHOW CONSTRAINT INFO header
+        {"constraint type", "label", "properties", "data_type"} (exists: a property name and
+        ""; unique: a list and ""; "data_type": a name and the printed kind of [TCK]); SHOW
+        TRANSACTIONS header {"username", "transaction_id", "query", "status", "metadata"},
+        status "running" / "committing" / "aborting" (TransactionStatusToString), plus a
+        synthetic ("", "snapshot", ["CREATE SNAPSHOT"], "running", {...}) row while a snapshot
+        runs; PrepareTextIndexQuery: an existing name on CREATE and a missing one on DROP are
+        INFO notifications ("Text index on label {} with name {} already exists.", "Text index
+        with name {} doesn't exist."), and analytical mode throws "Text index is not supported
+        in analytical storage mode."; SHOW STORAGE INFO's row ("storage_mode",
+        StorageModeToString: "IN_MEMORY_ANALYTICAL", src/storage/v2/storage_mode.cpp);
+        only the top-level query's memory limit is evaluated (`cypher_query->memory_limit_`).
+        src/storage/v2/inmemory/storage.cpp: DropVectorIndex(name) tries the node vector
+        index, then the edge one.
+[IC-10] src/query/interpreter_context.cpp, InterpreterContext::TerminateTransactions: every id
+        found is answered (id, true), whether the rights check then killed it ("Transaction {}
+        successfully killed") or not ("Not enough rights to kill the transaction"); a killed
+        transaction turns TERMINATED, which SHOW TRANSACTIONS no longer lists.
 """
 
 from __future__ import annotations
@@ -86,10 +123,10 @@ IDX_TEXT_ROWS = [
         )
     ),
 ]
-# [INTERP] SHOW CONSTRAINT INFO, with the values of [CONS].
+# [IN-10] SHOW CONSTRAINT INFO (with its `data_type` column), the values of [CONS].
 CONS_ROWS = [
-    {"constraint type": "exists", "label": "Employee", "properties": "first_name"},
-    {"constraint type": "unique", "label": "Employee", "properties": ["email"]},
+    {"constraint type": "exists", "label": "Employee", "properties": "first_name", "data_type": ""},
+    {"constraint type": "unique", "label": "Employee", "properties": ["email"], "data_type": ""},
 ]
 # [INTERP] + [TRIG]: SHOW TRIGGERS, one row (the statement is [INTERP]'s trigger example form).
 TRIGGER_ROWS = [
@@ -123,9 +160,12 @@ class FakeMemgraph:
             "SHOW INDEX INFO": [],
             "SHOW CONSTRAINT INFO": [],
             "SHOW TRIGGERS": [],
+            "SHOW VECTOR INDEX INFO": [],
             **(answers or {}),
         }
         self.sent: list[str] = []
+        # [IC-10]: a kill the rights check refused leaves the transaction running.
+        self.refuse_kills = False
 
     def autocommit(self, query: str, params: Any = None) -> list[dict]:
         self.sent.append(query)
@@ -133,7 +173,15 @@ class FakeMemgraph:
             ids = [
                 part.strip(" '") for part in query.removeprefix("TERMINATE TRANSACTIONS").split(",")
             ]
-            return [{"transaction_id": tid, "killed": True} for tid in ids]
+            listed = {r["transaction_id"] for r in self.answers.get("SHOW TRANSACTIONS", [])}
+            if not self.refuse_kills:  # [IC-10]: a killed transaction is no longer listed
+                self.answers["SHOW TRANSACTIONS"] = [
+                    r
+                    for r in self.answers.get("SHOW TRANSACTIONS", [])
+                    if r["transaction_id"] not in ids
+                ]
+            # [IC-10]: `killed` is true for every id found, refused or not.
+            return [{"transaction_id": tid, "killed": tid in listed} for tid in ids]
         return [dict(r) for r in self.answers.get(query, [])]
 
     def read(self, query: str, params: Any = None, **kw: Any) -> list[dict]:
@@ -323,31 +371,36 @@ def test_text_index_discovery_from_show_index_info() -> None:
 
 
 def test_drop_index_statements_for_every_listed_kind() -> None:
-    # Row kinds and DROP forms as [DROP] maps them; label/property values are [IDX]'s where
-    # [IDX] has a row of that kind, the others stand in for any name.
+    # Row kinds as [IN-10] prints them, DROP forms as [DROP] and [G4-10] give them;
+    # label/property values are [IDX]'s where [IDX] has a row of that kind, the others stand
+    # in for any name.
     rows = [
         *IDX_TEXT_ROWS,
         {"index type": "label", "label": "Document", "property": None, "count": 2},
         {"index type": "label+property", "label": "Document", "property": ["title"], "count": 2},
+        # [IN-10]: a descending index is listed apart; DROP INDEX without an order drops both.
+        {
+            "index type": "label+property (DESC)",
+            "label": "Document",
+            "property": ["title"],
+            "count": 2,
+        },
+        {"index type": "label+property", "label": "Doc", "property": ["meta.lang"], "count": 1},
         {"index type": "edge-type", "label": "RELATES_TO", "property": None, "count": 1},
         {
             "index type": "edge-type+property",
             "label": "RELATES_TO",
-            "property": ["title"],
+            "property": "title",
             "count": 1,
         },
-        {"index type": "edge-property", "label": None, "property": ["title"], "count": 1},
-        {"index type": "point", "label": "Document", "property": ["loc"], "count": 0},
+        {"index type": "edge-property", "label": None, "property": "title", "count": 1},
+        {"index type": "point", "label": "Document", "property": "loc", "count": 0},
+        # [IN-10]: vector rows carry no name here; SHOW VECTOR INDEX INFO names them.
+        {"index type": "label+property_vector", "label": "Document", "property": "emb", "count": 0},
         {
-            "index type": "label+property_vector (name: doc_vec)",
-            "label": "Document",
-            "property": ["emb"],
-            "count": 0,
-        },
-        {
-            "index type": "edge-type+property_vector (name: rel_vec)",
+            "index type": "edge-type+property_vector",
             "label": "RELATES_TO",
-            "property": ["emb"],
+            "property": "emb",
             "count": 0,
         },
     ]
@@ -356,13 +409,65 @@ def test_drop_index_statements_for_every_listed_kind() -> None:
         "DROP TEXT INDEX `relation_index`",
         "DROP INDEX ON :`Document`",
         "DROP INDEX ON :`Document`(`title`)",
+        "DROP INDEX ON :`Doc`(`meta`.`lang`)",  # nestedPropertyKeyNames ([G4-10])
         "DROP EDGE INDEX ON :`RELATES_TO`",
         "DROP EDGE INDEX ON :`RELATES_TO`(`title`)",
         "DROP GLOBAL EDGE INDEX ON :(`title`)",
         "DROP POINT INDEX ON :`Document`(`loc`)",
-        "DROP VECTOR INDEX `doc_vec`",
-        "DROP VECTOR EDGE INDEX `rel_vec`",
     ]
+
+
+# [IN-10] SHOW VECTOR INDEX INFO rows, one on nodes and one on edges (values stand in).
+VECTOR_ROWS = [
+    {
+        "index_name": "doc_vec",
+        "label": "Document",
+        "property": "emb",
+        "capacity": 1000,
+        "dimension": 384,
+        "metric": "cos",
+        "size": 3,
+        "scalar_kind": "f32",
+        "index_type": "label+property_vector",
+    },
+    {
+        "index_name": "rel_vec",
+        "label": "RELATES_TO",
+        "property": "emb",
+        "capacity": 1000,
+        "dimension": 384,
+        "metric": "cos",
+        "size": 0,
+        "scalar_kind": "f32",
+        "index_type": "edge-type+property_vector",
+    },
+]
+
+
+def test_vector_indexes_are_dropped_by_name_node_and_edge_alike() -> None:
+    # [G4-10] `DROP VECTOR INDEX name` is the one form (no DROP VECTOR EDGE INDEX in the
+    # grammar); [IN-10] the names come from SHOW VECTOR INDEX INFO, never SHOW INDEX INFO.
+    assert mg.drop_vector_index_statements(VECTOR_ROWS) == [
+        "DROP VECTOR INDEX `doc_vec`",
+        "DROP VECTOR INDEX `rel_vec`",
+    ]
+    fake = FakeMemgraph(
+        {
+            "SHOW INDEX INFO": [
+                {"index type": "label+property_vector", "label": "Document", "property": "emb"},
+                {
+                    "index type": "edge-type+property_vector",
+                    "label": "RELATES_TO",
+                    "property": "emb",
+                },
+            ],
+            "SHOW VECTOR INDEX INFO": VECTOR_ROWS,
+        }
+    )
+    mg.MemgraphDialect(V310).wipe(fake)  # type: ignore[arg-type]
+    assert "DROP VECTOR INDEX `doc_vec`" in fake.sent
+    assert "DROP VECTOR INDEX `rel_vec`" in fake.sent
+    assert not [q for q in fake.sent if "VECTOR EDGE" in q]
 
 
 def test_drop_constraint_statements() -> None:
@@ -371,6 +476,40 @@ def test_drop_constraint_statements() -> None:
         "DROP CONSTRAINT ON (n:`Employee`) ASSERT EXISTS (n.`first_name`)",
         "DROP CONSTRAINT ON (n:`Employee`) ASSERT n.`email` IS UNIQUE",
     ]
+
+
+# [TCK] printed kind -> [G4-10] keyword, for all 13 TypeConstraintKind values.
+PRINTED_TYPE_KINDS = {
+    "STRING": "STRING",
+    "BOOL": "BOOLEAN",
+    "INTEGER": "INTEGER",
+    "FLOAT": "FLOAT",
+    "LIST": "LIST",
+    "MAP": "MAP",
+    "DURATION": "DURATION",
+    "DATE": "DATE",
+    "LOCAL TIME": "LOCALTIME",
+    "LOCAL DATE TIME": "LOCALDATETIME",
+    "ZONED DATE TIME": "ZONEDDATETIME",
+    "ENUM": "ENUM",
+    "POINT": "POINT",
+}
+
+
+@pytest.mark.parametrize(("printed", "keyword"), sorted(PRINTED_TYPE_KINDS.items()))
+def test_typed_constraints_are_dropped_with_the_grammars_keyword(printed: str, keyword: str):
+    # [IN-10] a "data_type" row carries [TCK]'s printed kind; DROP takes [G4-10]'s keyword.
+    row = {"constraint type": "data_type", "label": "Doc", "properties": "p", "data_type": printed}
+    assert mg.drop_constraint_statements([row]) == [
+        f"DROP CONSTRAINT ON (n:`Doc`) ASSERT n.`p` IS TYPED {keyword}"
+    ]
+
+
+def test_an_unknown_type_constraint_kind_is_one_line() -> None:
+    row = {"constraint type": "data_type", "label": "Doc", "properties": "p", "data_type": "VEC"}
+    with pytest.raises(GraphError, match="type constraint of kind 'VEC'") as info:
+        mg.drop_constraint_statements([row])
+    assert "\n" not in str(info.value)
 
 
 # --- wipe and inventory ---------------------------------------------------------------------
@@ -457,30 +596,204 @@ def test_drop_text_index_only_when_listed() -> None:
 
 
 def test_agent_reads_carry_a_query_memory_limit() -> None:
-    # [G4]: `QUERY MEMORY LIMIT <literal> MB` ends a Cypher query (after any UNION).
+    # [G4]/[G4-10]: `QUERY MEMORY LIMIT <literal> MB` ends a Cypher query (after any UNION).
     bound = mg.bound_read("MATCH (t:Turn) RETURN t.text // the turns\n;")
     assert bound == "MATCH (t:Turn) RETURN t.text // the turns\nQUERY MEMORY LIMIT 1024 MB"
-    own = "MATCH (n) RETURN n QUERY MEMORY LIMIT 10 MB"
-    assert mg.bound_read(own) == own
     assert mg.MemgraphDialect().bound_read("RETURN 1") == "RETURN 1\nQUERY MEMORY LIMIT 1024 MB"
 
 
+LIMIT = "\nQUERY MEMORY LIMIT 1024 MB"
+
+
+@pytest.mark.parametrize(
+    ("read", "sent"),
+    [
+        # The words in a string literal, a comment or a name are no clause: the bound is added.
+        (
+            "MATCH (t:Turn) WHERE t.text CONTAINS 'query memory' RETURN t",
+            "MATCH (t:Turn) WHERE t.text CONTAINS 'query memory' RETURN t" + LIMIT,
+        ),
+        (
+            "MATCH (t) RETURN t // QUERY MEMORY UNLIMITED",
+            "MATCH (t) RETURN t // QUERY MEMORY UNLIMITED" + LIMIT,
+        ),
+        (
+            "MATCH (t) RETURN t /* QUERY MEMORY UNLIMITED */",
+            "MATCH (t) RETURN t /* QUERY MEMORY UNLIMITED */" + LIMIT,
+        ),
+        (
+            "MATCH (t) RETURN t.x AS `QUERY MEMORY UNLIMITED`",
+            "MATCH (t) RETURN t.x AS `QUERY MEMORY UNLIMITED`" + LIMIT,
+        ),
+        (
+            'RETURN "it\\"s QUERY MEMORY UNLIMITED"',
+            'RETURN "it\\"s QUERY MEMORY UNLIMITED"' + LIMIT,
+        ),
+        # The read's own top-level clause is replaced: UNLIMITED and looser limits by ours...
+        ("MATCH (n) RETURN n QUERY MEMORY UNLIMITED", "MATCH (n) RETURN n" + LIMIT),
+        ("MATCH (n) RETURN n query memory unlimited;", "MATCH (n) RETURN n" + LIMIT),
+        ("MATCH (n) RETURN n QUERY MEMORY UNLIMITED // no bound", "MATCH (n) RETURN n" + LIMIT),
+        ("MATCH (n) RETURN n QUERY MEMORY LIMIT 4096 MB", "MATCH (n) RETURN n" + LIMIT),
+        ("MATCH (n) RETURN n QUERY MEMORY LIMIT 2000000 KB", "MATCH (n) RETURN n" + LIMIT),
+        (
+            "MATCH (a) RETURN a UNION MATCH (b) RETURN b AS a QUERY MEMORY UNLIMITED",
+            "MATCH (a) RETURN a UNION MATCH (b) RETURN b AS a" + LIMIT,
+        ),
+        # ...a tighter one stays (written by us).
+        (
+            "MATCH (n) RETURN n QUERY MEMORY LIMIT 10 MB",
+            "MATCH (n) RETURN n\nQUERY MEMORY LIMIT 10 MB",
+        ),
+        (
+            "MATCH (n) RETURN n QUERY MEMORY LIMIT 512 KB",
+            "MATCH (n) RETURN n\nQUERY MEMORY LIMIT 512 KB",
+        ),
+        # A subquery's clause is not the query's ([IN-10]: only the top-level one is read).
+        (
+            "CALL { MATCH (n) RETURN n QUERY MEMORY UNLIMITED } RETURN n",
+            "CALL { MATCH (n) RETURN n QUERY MEMORY UNLIMITED } RETURN n" + LIMIT,
+        ),
+    ],
+)
+def test_no_read_switches_its_memory_bound_off(read: str, sent: str) -> None:
+    assert mg.bound_read(read) == sent
+    # Exactly one top-level clause reaches the server, at the very end.
+    assert mg._own_memory_clause(mg._code_tokens(sent)) is not None
+
+
+def test_the_guards_accepted_reads_with_memory_clauses_get_the_bound() -> None:
+    # Both reads of issue 28 pass the read-only guard; neither may lift the bound.
+    for read in (
+        "MATCH (t:Turn) WHERE t.text CONTAINS 'query memory' RETURN t.text",
+        "MATCH (t:Turn) RETURN t.text QUERY MEMORY UNLIMITED",
+    ):
+        check_read_only(read)
+        assert mg.bound_read(read).endswith(LIMIT)
+
+
+@pytest.mark.parametrize(
+    "read", ["RETURN 'unterminated", "RETURN 1 /* open", "RETURN `open", "RETURN 1 // a\rb"]
+)
+def test_a_read_that_cannot_be_read_is_not_bounded_by_guesswork(read: str) -> None:
+    with pytest.raises(GraphQueryError, match="cannot bound this read"):
+        mg.bound_read(read)
+
+
+SENT = "MATCH (n) RETURN count(n) AS n\nQUERY MEMORY LIMIT 1024 MB"
+# [IN-10] SHOW TRANSACTIONS rows: username "", transaction_id as a decimal string, query the
+# list of the transaction's statements, status, metadata a map; the synthetic snapshot row.
+TX_ROWS = [
+    {"username": "", "transaction_id": "9", "query": [SENT], "status": "running", "metadata": {}},
+    {"username": "", "transaction_id": "11", "query": [SENT], "status": "aborting", "metadata": {}},
+    {
+        "username": "",
+        "transaction_id": "10",
+        "query": ["SHOW TRANSACTIONS"],
+        "status": "running",
+        "metadata": {},
+    },
+    {
+        "username": "",
+        "transaction_id": "snapshot",
+        "query": ["CREATE SNAPSHOT"],
+        "status": "running",
+        "metadata": {"phase": "vertices"},
+    },
+]
+
+
 def test_a_timed_out_read_is_terminated_by_transaction_id() -> None:
-    # [INTERP] SHOW TRANSACTIONS rows: username "", transaction_id as a decimal string, query
-    # the list of the transaction's statements, metadata a map.
-    sent = "MATCH (n) RETURN count(n) AS n\nQUERY MEMORY LIMIT 1024 MB"
-    rows = [
-        {"username": "", "transaction_id": "9", "query": [sent], "metadata": {}},
-        {"username": "", "transaction_id": "10", "query": ["SHOW TRANSACTIONS"], "metadata": {}},
-    ]
-    assert mg.transactions_running(rows, sent) == ["9"]
+    # An aborting transaction (status, [IN-10]) is on its way out: not terminated again.
+    assert mg.transactions_running(TX_ROWS, SENT) == ["9"]
+    assert mg.transactions_running(TX_ROWS, "CREATE SNAPSHOT") == []
     assert mg.terminate_statement(["9"]) == "TERMINATE TRANSACTIONS '9'"
     with pytest.raises(GraphError, match="not a Memgraph transaction id"):
         mg.terminate_statement(["9'; DROP"])
-    store = FakeMemgraph({"SHOW TRANSACTIONS": rows})
-    # [INTERP] TERMINATE TRANSACTIONS answers (transaction_id, killed) per id.
-    assert mg.MemgraphDialect(V310).cancel_query(store, sent, 0.0) == ["9 killed"]  # type: ignore[arg-type]
-    assert store.sent[-1] == "TERMINATE TRANSACTIONS '9'"
+    store = FakeMemgraph({"SHOW TRANSACTIONS": [dict(r) for r in TX_ROWS]})
+    assert mg.MemgraphDialect(V310).cancel_query(store, SENT, 0.0) == ["9 killed"]  # type: ignore[arg-type]
+    assert store.sent[-3:] == [
+        "SHOW TRANSACTIONS",
+        "TERMINATE TRANSACTIONS '9'",
+        "SHOW TRANSACTIONS",
+    ]
+
+
+def test_a_refused_kill_reported_as_killed_is_not_believed() -> None:
+    # [IC-10]: (9, true) comes back although the rights check refused the kill; SHOW
+    # TRANSACTIONS still lists 9 as running.
+    store = FakeMemgraph({"SHOW TRANSACTIONS": [dict(r) for r in TX_ROWS]})
+    store.refuse_kills = True
+    assert mg.MemgraphDialect(V310).cancel_query(store, SENT, 0.0) == ["9 not killed"]  # type: ignore[arg-type]
+
+
+# --- text indexes verified, analytical mode refused -----------------------------------------
+
+
+def test_a_text_index_create_answered_with_a_notification_is_caught() -> None:
+    # [IN-10]: at 3.10.1 an existing name is a notification, so CREATE returns no error; the
+    # name may be taken by an index on another label. Only SHOW INDEX INFO tells.
+    elsewhere = FakeMemgraph(
+        {
+            "SHOW INDEX INFO": [
+                {
+                    "index type": "label_text (name: chunk_text)",
+                    "label": "Document",
+                    "property": ["text"],
+                    "count": 1,
+                }
+            ]
+        }
+    )
+    d = mg.MemgraphDialect(V310)
+    with pytest.raises(GraphQueryError, match="accepted the full-text index chunk_text") as info:
+        d.create_text_index(elsewhere, "Chunk", "text")  # type: ignore[arg-type]
+    assert "chunk_text on Document" in str(info.value) and "\n" not in str(info.value)
+    assert elsewhere.sent[0] == "CREATE TEXT INDEX `chunk_text` ON :`Chunk`(`text`)"
+    with pytest.raises(GraphQueryError, match="listed: none"):
+        d.create_text_index(FakeMemgraph(), "Chunk", "text")  # type: ignore[arg-type]
+    listed = FakeMemgraph(
+        {
+            "SHOW INDEX INFO": [
+                {
+                    "index type": "label_text (name: chunk_text)",
+                    "label": "Chunk",
+                    "property": ["text"],
+                    "count": 1,
+                }
+            ]
+        }
+    )
+    d.create_text_index(listed, "Chunk", "text")  # type: ignore[arg-type]
+
+
+ANALYTICAL_INFO = {
+    "SHOW STORAGE INFO": [
+        {"storage info": "vertex_count", "value": 535},
+        {"storage info": "storage_mode", "value": "IN_MEMORY_ANALYTICAL"},
+    ]
+}
+
+
+def test_injection_in_analytical_mode_is_refused_before_the_wipe(tmp_path) -> None:
+    # [IN-10]: SHOW STORAGE INFO's "storage_mode" row; text indexes are refused in
+    # IN_MEMORY_ANALYTICAL, so injection would fail after the wipe and the load.
+    from eval_pipeline.graph.inject import inject_fixtures
+    from eval_pipeline_tests.graph.conftest import write_fixtures
+
+    class Store(FakeMemgraph):
+        dialect = mg.MemgraphDialect(V310)
+        wiped = False
+
+        def ensure_running(self) -> str:
+            return "bolt://memgraph:7687"
+
+        def wipe(self) -> None:
+            self.wiped = True
+
+    store = Store(ANALYTICAL_INFO)
+    with pytest.raises(GraphError, match="IN_MEMORY_ANALYTICAL.*injection needs both") as info:
+        inject_fixtures(store, write_fixtures(tmp_path / "fixtures.jsonl"))  # type: ignore[arg-type]
+    assert not store.wiped and "\n" not in str(info.value)
 
 
 def test_schema_state_leaves_out_counts_and_sees_triggers() -> None:

@@ -42,7 +42,8 @@ DIFFERENCES: tuple[Difference, ...] = (
         "atomic writes",
         "require_transactions",
         "always transactional",
-        "SHOW STORAGE INFO: reconcile refused in IN_MEMORY_ANALYTICAL",
+        "SHOW STORAGE INFO: injection (before the wipe) and reconcile refused in "
+        "IN_MEMORY_ANALYTICAL",
     ),
     Difference(
         "id indexes",
@@ -60,7 +61,8 @@ DIFFERENCES: tuple[Difference, ...] = (
         "full-text index DDL",
         "create_text_index / drop_text_index",
         "SQL over HTTP: CREATE INDEX ... FULL_TEXT; name L[p]",
-        "CREATE TEXT INDEX l_p ON :L(p) (3.5: ON :L); DROP TEXT INDEX",
+        "CREATE TEXT INDEX l_p ON :L(p) (3.5: ON :L), then listed (a taken name is only a "
+        "notification); DROP TEXT INDEX",
     ),
     Difference(
         "full-text index discovery",
@@ -78,32 +80,39 @@ DIFFERENCES: tuple[Difference, ...] = (
     Difference(
         "wipe",
         "wipe",
-        "DROP TYPE ... UNSAFE per type over HTTP (batched DETACH DELETE without it)",
-        "triggers, batched DETACH DELETE, then every index and constraint listed",
+        "triggers and materialized views, then DROP TYPE ... UNSAFE per type over HTTP "
+        "(batched DETACH DELETE without it)",
+        "triggers, batched DETACH DELETE, then every constraint and index listed (typed "
+        "constraints by the grammar's keyword, vector indexes by name from SHOW VECTOR INDEX "
+        "INFO)",
     ),
     Difference(
         "what 'empty' lists",
         "inventory",
-        "SELECT FROM schema:types over HTTP: types, documents, indexes",
+        "schema:types and schema:triggers over HTTP: types, documents, indexes, constrained "
+        "properties, triggers",
         "scans + SHOW INDEX INFO / SHOW CONSTRAINT INFO / SHOW TRIGGERS",
     ),
     Difference(
         "schema in the read fingerprint",
         "schema_state",
-        "SELECT FROM schema:types (Cypher SHOW INDEXES/CONSTRAINTS without HTTP)",
+        "SELECT FROM schema:types and schema:triggers (Cypher SHOW INDEXES/CONSTRAINTS "
+        "without HTTP)",
         "SHOW INDEX INFO (no count), SHOW CONSTRAINT INFO, SHOW TRIGGERS",
     ),
     Difference(
         "memory bound of an agent read",
         "bound_read",
         "server heap guards (server.py); statement unchanged",
-        "QUERY MEMORY LIMIT 1024 MB appended; --memory-limit on the server",
+        "QUERY MEMORY LIMIT 1024 MB ends it (a read's own clause replaced, a tighter one "
+        "kept); --memory-limit on the server",
     ),
     Difference(
         "stopping a read at its timeout",
         "cancel_query",
         "list queries + terminate query over HTTP; arcadedb.command.timeout backstop",
-        "SHOW TRANSACTIONS + TERMINATE TRANSACTIONS 'id'; --query-execution-timeout-sec",
+        "SHOW TRANSACTIONS + TERMINATE TRANSACTIONS 'id', the kill checked by listing again; "
+        "--query-execution-timeout-sec",
     ),
     Difference(
         "map-valued properties",

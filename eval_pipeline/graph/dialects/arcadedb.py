@@ -19,7 +19,11 @@ Quirks handled here (probed on 26.10.x, DESIGN.md section 5):
   (`list queries` / `terminate query` over HTTP), with the server's command timeout
   (`arcadedb.command.timeout`, server.py) as the backstop;
 - the schema a read must leave alone (`schema_state`) is `SELECT FROM schema:types` over HTTP
-  (every type, its properties, constraints and indexes), or Cypher's partial view without it.
+  (every type, its properties, constraints and indexes) and `SELECT FROM schema:triggers`, or
+  Cypher's partial view without it;
+- triggers (`CREATE TRIGGER ... ON TYPE t EXECUTE SQL|JAVASCRIPT|JAVA`) are schema objects of
+  their own: `DROP TYPE` leaves them behind, so the wipe drops them first and the inventory
+  names them.
 """
 
 from __future__ import annotations
@@ -114,8 +118,18 @@ def text_indexes_from_rows(rows: list[dict[str, Any]]) -> list[TextIndex]:
     return found
 
 
-INVENTORY_SQL = "SELECT name, type, records, indexes FROM schema:types"
+INVENTORY_SQL = "SELECT name, type, records, indexes, properties FROM schema:types"
+# What a property may carry that constrains records (`CREATE PROPERTY T.p STRING (MANDATORY
+# true)` lists {"mandatory": true} among the type's properties, probed on 26.10.x).
+PROPERTY_CONSTRAINTS = ("mandatory", "notNull", "readOnly", "min", "max", "regexp")
 SCHEMA_TYPES_SQL = "SELECT FROM schema:types"
+# Triggers (SQL, JavaScript or Java run on a type's record events) live in the schema beside
+# the types, not in them: `DROP TYPE ... UNSAFE` leaves them, and one would fire again on a
+# type of the same name created later (the next injection's).
+TRIGGERS_SQL = "SELECT FROM schema:triggers"
+# A materialized view keeps its source types from being dropped ("Cannot drop type 'X'
+# because it is a source type for materialized view 'v'", probed on 26.10.x): views go first.
+VIEWS_SQL = "SELECT name FROM schema:materializedViews"
 # A server's clock and ours are the same host's, but a statement is listed from the moment the
 # server parsed it: allow this much before our own submission time.
 CLOCK_SLACK_S = 1.0
@@ -137,6 +151,22 @@ def drop_type_sql(types: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def trigger_names(rows: list[dict[str, Any]]) -> list[str]:
+    """The names among the rows of TRIGGERS_SQL."""
+    return sorted({str(r["name"]) for r in rows if r.get("name")})
+
+
+def drop_trigger_sql(rows: list[dict[str, Any]]) -> list[str]:
+    """DROP TRIGGER for each row of TRIGGERS_SQL."""
+    return [f"DROP TRIGGER IF EXISTS {_sql_name(name)}" for name in trigger_names(rows)]
+
+
+def drop_view_sql(rows: list[dict[str, Any]]) -> list[str]:
+    """DROP MATERIALIZED VIEW for each row of VIEWS_SQL (its backing type goes with it)."""
+    names = sorted({str(r["name"]) for r in rows if r.get("name")})
+    return [f"DROP MATERIALIZED VIEW IF EXISTS {_sql_name(name)}" for name in names]
+
+
 def inventory_from_types(rows: list[dict[str, Any]]) -> Inventory:
     """The inventory from the rows of INVENTORY_SQL (one per type: vertex, edge, document)."""
     inv = Inventory()
@@ -154,8 +184,13 @@ def inventory_from_types(rows: list[dict[str, Any]]) -> Inventory:
         else:
             inv.documents[name] = records
         inv.indexes += [str(i["name"]) for i in row.get("indexes") or [] if i.get("name")]
+        for prop in row.get("properties") or []:
+            held = [c for c in PROPERTY_CONSTRAINTS if prop.get(c) not in (None, False)]
+            if held:
+                inv.constraints.append(f"{name}.{prop.get('name')} {' '.join(held)}")
     inv.types.sort()
     inv.indexes.sort()
+    inv.constraints.sort()
     return inv
 
 
@@ -184,6 +219,11 @@ class ArcadeDBDialect(Dialect):
             for row in store.read("SHOW INDEXES YIELD name RETURN name", timeout_s=60):
                 store.autocommit(f"DROP INDEX `{row['name']}`")
             return
+        # Triggers first: one firing on a delete could write (or refuse) while we wipe.
+        for stmt in drop_trigger_sql(http.sql(store.database, TRIGGERS_SQL)):
+            http.sql(store.database, stmt)
+        for stmt in drop_view_sql(http.sql(store.database, VIEWS_SQL)):
+            http.sql(store.database, stmt)
         types = http.sql(store.database, INVENTORY_SQL)
         for stmt in drop_type_sql(types):
             _retry_while_busy(lambda stmt=stmt: http.sql(store.database, stmt))
@@ -191,7 +231,9 @@ class ArcadeDBDialect(Dialect):
     def inventory(self, store: DialectStore) -> Inventory:
         http = store.http()
         if http is not None:
-            return inventory_from_types(http.sql(store.database, INVENTORY_SQL))
+            inv = inventory_from_types(http.sql(store.database, INVENTORY_SQL))
+            inv.triggers = trigger_names(http.sql(store.database, TRIGGERS_SQL))
+            return inv
         # Cypher alone: vertex types (empty ones too), edges and indexes, no documents.
         inv = Inventory(complete=False)
         for label in self.labels(store):
@@ -229,6 +271,7 @@ class ArcadeDBDialect(Dialect):
             )
         for stmt in create_fulltext_sql(label, prop):
             http.sql(store.database, stmt)
+        self.require_text_index(store, label, prop)
 
     def drop_text_index(self, store: DialectStore, label: str, prop: str) -> None:
         http = store.http()
@@ -296,7 +339,8 @@ class ArcadeDBDialect(Dialect):
                 if row.get("type") in ("vertex", "edge"):
                     row.pop("records", None)
                 types.append(row)
-            return {"types": sorted_rows(types)}
+            triggers = http.sql(store.database, TRIGGERS_SQL)
+            return {"types": sorted_rows(types), "triggers": sorted_rows(triggers)}
 
         def run(statement: str) -> list[dict]:
             return store.read(statement, {}, timeout_s=900.0, max_rows=50_000_000)

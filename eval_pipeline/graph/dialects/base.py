@@ -272,6 +272,23 @@ class Dialect:
         """Drop the pipeline's full-text index over label.prop; a missing one is fine."""
         raise NotImplementedError
 
+    def require_text_index(self, store: DialectStore, label: str, prop: str) -> None:
+        """Raise unless the server lists the pipeline's full-text index over label.prop.
+
+        Every `create_text_index` ends with it: a server may answer a CREATE it did not carry
+        out with a notification rather than an error (Memgraph 3.10: "Text index on label ...
+        already exists" for a name taken by an index elsewhere), and a search over a missing
+        index would then fail, or find nothing, far from its cause."""
+        name = self.text_index_name(label, prop)
+        listed = self.text_indexes(store)
+        if any(i.name == name and i.covers(label, prop) for i in listed):
+            return
+        seen = ", ".join(f"{i.name} on {i.label}" for i in listed) or "none"
+        raise GraphQueryError(
+            f"graph server at {store.where} accepted the full-text index {name} over "
+            f"{label}.{prop} but does not list it (full-text indexes listed: {seen})"
+        )
+
     def text_indexes(self, store: DialectStore) -> list[TextIndex]:
         """Every full-text index the server lists."""
         raise NotImplementedError

@@ -66,8 +66,8 @@ TEXT_INDEX_PROPERTIES_SINCE: Version = (3, 6, 0)
 ANALYTICAL = "IN_MEMORY_ANALYTICAL"
 # Per agent query (`QUERY MEMORY LIMIT`): well under docker-compose.yml's --memory-limit.
 READ_MEMORY_LIMIT_MB = 1024
-_MEMORY_CLAUSE = re.compile(r"\bQUERY\s+MEMORY\b", re.IGNORECASE)
-_TRANSACTION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# std::to_string of a uint64 (TERMINATE TRANSACTIONS parses it back with stoul).
+_TRANSACTION_ID = re.compile(r"[0-9]{1,20}")
 _TEXT_KINDS = frozenset({"text", "label_text"})
 
 
@@ -184,34 +184,52 @@ def text_indexes_from_rows(rows: list[dict[str, Any]]) -> list[TextIndex]:
     return found
 
 
+def _property_path(name: str) -> str:
+    """A listed property (`a` or a nested path `a.b`, as SHOW INDEX INFO prints one) in the
+    grammar's `nestedPropertyKeyNames` form: each part quoted."""
+    return ".".join(quote_name(part) for part in name.split("."))
+
+
 def drop_index_statements(rows: list[dict[str, Any]]) -> list[str]:
     """DROP statements for the rows of SHOW INDEX INFO (columns `index type`, `label`,
-    `property`; text and vector indexes name themselves: `label_text (name: x)`). A vector
-    index row without a name cannot be dropped from here and is left out (the pipeline never
-    creates one)."""
+    `property`; text indexes name themselves: `label_text (name: x)`), once each.
+
+    Vector index rows (`label+property_vector`, `edge-type+property_vector`) carry no name
+    there (src/query/interpreter.cpp @ v3.10.1): they are dropped by name from SHOW VECTOR
+    INDEX INFO instead (`drop_vector_index_statements`). `label+property (DESC)` is dropped
+    with the ascending one by the same DROP INDEX (an order left out drops both)."""
     out: list[str] = []
     for row in rows:
         kind, name = _index_kind(row)
         label = row.get("label")
         props = _props(row.get("property"))
-        cols = f"({', '.join(quote_name(p) for p in props)})" if props else ""
+        cols = f"({', '.join(_property_path(p) for p in props)})" if props else ""
         if name and kind in {"text", "label_text", "edge-type_text"}:
-            out.append(drop_text_index_statement(name))
-        elif name and kind.startswith("edge-type") and "vector" in kind:
-            out.append(f"DROP VECTOR EDGE INDEX {quote_name(name)}")
-        elif name and "vector" in kind:
-            out.append(f"DROP VECTOR INDEX {quote_name(name)}")
+            stmt = drop_text_index_statement(name)
         elif "vector" in kind:
             continue
         elif kind == "edge-property" and props:
-            out.append(f"DROP GLOBAL EDGE INDEX ON :({quote_name(props[0])})")
+            stmt = f"DROP GLOBAL EDGE INDEX ON :({quote_name(props[0])})"
         elif kind.startswith("edge-type") and label:
-            out.append(f"DROP EDGE INDEX ON :{quote_name(str(label))}{cols}")
+            stmt = f"DROP EDGE INDEX ON :{quote_name(str(label))}{cols}"
         elif kind.startswith("label") and label:
-            out.append(f"DROP INDEX ON :{quote_name(str(label))}{cols}")
+            stmt = f"DROP INDEX ON :{quote_name(str(label))}{cols}"
         elif kind == "point" and label and props:
-            out.append(f"DROP POINT INDEX ON :{quote_name(str(label))}({quote_name(props[0])})")
+            stmt = f"DROP POINT INDEX ON :{quote_name(str(label))}({quote_name(props[0])})"
+        else:
+            continue
+        if stmt not in out:
+            out.append(stmt)
     return out
+
+
+def drop_vector_index_statements(rows: list[dict[str, Any]]) -> list[str]:
+    """`DROP VECTOR INDEX name` for each row of SHOW VECTOR INDEX INFO (columns `index_name`,
+    `label`, `property`, ..., `index_type`; src/query/interpreter.cpp @ v3.10.1). The one
+    statement drops node and edge vector indexes alike (`dropVectorIndex : DROP VECTOR INDEX
+    indexName`, MemgraphCypher.g4 @ v3.10.1; InMemoryAccessor::DropVectorIndex tries both)."""
+    names = sorted({str(r["index_name"]) for r in rows if r.get("index_name")})
+    return [f"DROP VECTOR INDEX {quote_name(name)}" for name in names]
 
 
 def drop_trigger_statements(rows: list[dict[str, Any]]) -> list[str]:
@@ -264,9 +282,43 @@ def drop_constraint_statements(rows: list[dict[str, Any]]) -> list[str]:
         elif kind in {"data_type", "data type"} and row.get("data_type"):
             out.append(
                 f"DROP CONSTRAINT ON (n:{label}) ASSERT n.{quote_name(props[0])} "
-                f"IS TYPED {row['data_type']}"
+                f"IS TYPED {typed_constraint_keyword(str(row['data_type']))}"
             )
     return out
+
+
+# SHOW CONSTRAINT INFO prints a type constraint's kind with `TypeConstraintKindToString`
+# (src/storage/v2/constraints/type_constraints_kind.hpp @ v3.10.1), but DROP CONSTRAINT ...
+# IS TYPED takes the grammar's keyword (`typeConstraintType`, src/query/frontend/opencypher/
+# grammar/MemgraphCypher.g4 @ v3.10.1). Every one of the 13 kinds, printed -> keyword; nine
+# are spelled alike.
+TYPED_CONSTRAINT_KEYWORDS: dict[str, str] = {
+    "STRING": "STRING",
+    "BOOL": "BOOLEAN",
+    "INTEGER": "INTEGER",
+    "FLOAT": "FLOAT",
+    "LIST": "LIST",
+    "MAP": "MAP",
+    "DURATION": "DURATION",
+    "DATE": "DATE",
+    "LOCAL TIME": "LOCALTIME",
+    "LOCAL DATE TIME": "LOCALDATETIME",
+    "ZONED DATE TIME": "ZONEDDATETIME",
+    "ENUM": "ENUM",
+    "POINT": "POINT",
+}
+
+
+def typed_constraint_keyword(printed: str) -> str:
+    """The IS TYPED keyword for a `data_type` as SHOW CONSTRAINT INFO prints it; a kind this
+    table does not know is refused in one line (sending it would make the wipe raise midway)."""
+    keyword = TYPED_CONSTRAINT_KEYWORDS.get(" ".join(printed.upper().split()))
+    if keyword is None:
+        raise GraphError(
+            f"Memgraph lists a type constraint of kind {printed!r} that eval_pipeline cannot "
+            f"drop (known: {', '.join(TYPED_CONSTRAINT_KEYWORDS)})"
+        )
+    return keyword
 
 
 def inventory_from_rows(
@@ -287,22 +339,111 @@ def inventory_from_rows(
     )
 
 
+# Memgraph's lexer, as far as the tail of a statement needs it (CypherLexer.g4 and the
+# pre-lexer src/query/frontend/stripped.cpp @ v3.10.1): strings with backslash escapes,
+# backtick names (a doubled backtick inside), `/* */` and `//` comments, words, integers.
+_TAIL_TOKEN = re.compile(
+    r"(?P<space>\s+)"
+    r"|(?P<comment>/\*.*?\*/|//[^\n]*)"
+    r"|(?P<string>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")"
+    r"|(?P<name>(?:`[^`]*`)+)"
+    r"|(?P<word>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<number>[0-9]+)"
+    r"|(?P<other>.)",
+    re.DOTALL,
+)
+_MEMORY_SCALE = {"KB": 1024, "MB": 1024 * 1024}
+
+
+def _check_comment(query: str, start: int, end: int) -> None:
+    # The pre-lexer ends a `//` comment at LF or CRLF only and stops at a lone CR, where the
+    # ANTLR lexer ends it: text whose code the two would read differently is not guessed at.
+    if query.startswith("//", start) and re.search(r"\r(?!\n)", query[start : end + 1]):
+        raise GraphQueryError(
+            f"cannot bound this read: the // comment at offset {start} contains a lone "
+            "carriage return"
+        )
+
+
+def _code_tokens(query: str) -> list[tuple[str, str, int]]:
+    """(kind, upper-cased text, offset) of each code token of `query` (a string or a name is
+    one token; spaces and comments none); GraphQueryError for text this cannot read
+    as Memgraph does (unterminated quotes or comments, a lone CR ending a `//` comment)."""
+    tokens: list[tuple[str, str, int]] = []
+    for match in _TAIL_TOKEN.finditer(query):
+        kind, text = match.lastgroup or "other", match.group()
+        if kind == "space":
+            continue
+        if kind == "comment":
+            _check_comment(query, match.start(), match.end())
+            continue  # whitespace to the server
+        if kind == "other" and (text in "'\"`" or query.startswith("/*", match.start())):
+            raise GraphQueryError(
+                f"cannot bound this read: an unterminated quote or comment at offset "
+                f"{match.start()}"
+            )
+        tokens.append((kind, text.upper(), match.start()))
+    return tokens
+
+
+def _own_memory_clause(tokens: list[tuple[str, str, int]]) -> tuple[int, int | None] | None:
+    """(offset, bytes or None for UNLIMITED) of a `QUERY MEMORY ...` clause ending the
+    statement (`cypherQuery : ... ( queryMemoryLimit )?`, `queryMemoryLimit : QUERY
+    memoryLimit`, `memoryLimit : MEMORY ( UNLIMITED | LIMIT literal ( MB | KB ) )`:
+    Cypher.g4 @ v3.10.1); None when the statement does not end with one. A limit that is
+    not a plain integer counts as no limit (ours replaces it)."""
+    while tokens and tokens[-1][1] == ";":
+        tokens = tokens[:-1]
+    words = [text for _, text, _ in tokens[-5:]]
+    if words[-3:-1] == ["QUERY", "MEMORY"] and words[-1] == "UNLIMITED":
+        return tokens[-3][2], None
+    if words[-5:-2] == ["QUERY", "MEMORY", "LIMIT"] and words[-1] in _MEMORY_SCALE:
+        amount = tokens[-2]
+        size = int(amount[1]) * _MEMORY_SCALE[words[-1]] if amount[0] == "number" else None
+        return tokens[-5][2], size
+    return None
+
+
 def bound_read(query: str, memory_mb: int = READ_MEMORY_LIMIT_MB) -> str:
-    """`query` with a per-query memory limit (`... QUERY MEMORY LIMIT n MB`, the grammar's
-    last clause of a Cypher query); one that sets its own is left as it is. On a line of its
-    own, so a trailing `//` comment cannot swallow it."""
-    text = query.rstrip().rstrip(";").rstrip()
-    if _MEMORY_CLAUSE.search(text):
-        return query
-    return f"{text}\nQUERY MEMORY LIMIT {int(memory_mb)} MB"
+    """`query` ending with a per-query memory limit (`QUERY MEMORY LIMIT n MB|KB`, the last
+    clause of a Cypher query), on a line of its own so a trailing `//` comment cannot swallow
+    it. The bound always holds: a read that ends with its own clause has it replaced (by its
+    own limit when that is tighter, by ours otherwise: UNLIMITED included), and whatever the
+    text says elsewhere (a string literal, a comment, a subquery's clause, which the server
+    ignores) leaves ours in place. Only the top-level clause counts at v3.10.1
+    (`cypher_query->memory_limit_`, src/query/interpreter.cpp); a second one would not parse."""
+    ours = int(memory_mb) * _MEMORY_SCALE["MB"]
+    tokens = _code_tokens(query)
+    own = _own_memory_clause(tokens)
+    text = query
+    limit = ours
+    if own is not None:
+        offset, size = own
+        text = query[:offset]
+        if size is not None and 0 < size < ours:
+            limit = size
+    text = text.rstrip().rstrip(";").rstrip()
+    if limit % _MEMORY_SCALE["MB"] == 0:
+        return f"{text}\nQUERY MEMORY LIMIT {limit // _MEMORY_SCALE['MB']} MB"
+    return f"{text}\nQUERY MEMORY LIMIT {-(-limit // _MEMORY_SCALE['KB'])} KB"
+
+
+# SHOW TRANSACTIONS' `status` (TransactionStatusToString, src/query/interpreter.cpp @
+# v3.10.1): "running" is the only state a kill can still stop; a terminated transaction is no
+# longer listed (TryAcquireForVerification lists running, committing and aborting ones only).
+RUNNING = "running"
 
 
 def transactions_running(rows: list[dict[str, Any]], query: str) -> list[str]:
-    """Ids of the SHOW TRANSACTIONS rows (`username, transaction_id, query, metadata`; `query`
-    the transaction's statements, a list) running `query`."""
+    """Ids of the SHOW TRANSACTIONS rows (`username, transaction_id, query, status,
+    metadata` at v3.10.1; `query` the transaction's statements, a list) running `query`. A
+    row without `status` (an older server) counts as running; a snapshot's synthetic row
+    (`transaction_id` "snapshot") is no transaction of ours."""
     wanted = query.strip()
     ids = []
     for row in rows:
+        if str(row.get("status") or RUNNING) != RUNNING:
+            continue
         texts = row.get("query")
         texts = texts if isinstance(texts, list) else [texts]
         if any(str(t).strip() == wanted for t in texts if t is not None):
@@ -310,6 +451,16 @@ def transactions_running(rows: list[dict[str, Any]], query: str) -> list[str]:
             if _TRANSACTION_ID.fullmatch(tid):
                 ids.append(tid)
     return ids
+
+
+def still_running(rows: list[dict[str, Any]], transaction_ids: list[str]) -> set[str]:
+    """Which of `transaction_ids` SHOW TRANSACTIONS still lists as running."""
+    wanted = set(transaction_ids)
+    return {
+        str(r.get("transaction_id"))
+        for r in rows
+        if str(r.get("transaction_id")) in wanted and str(r.get("status") or RUNNING) == RUNNING
+    }
 
 
 def terminate_statement(transaction_ids: list[str]) -> str:
@@ -403,10 +554,12 @@ class MemgraphDialect(Dialect):
         mode = self.read_storage_mode(store)
         self.storage = mode or self.storage
         if mode == ANALYTICAL:
+            # No transactions (nothing all-or-nothing) and no text indexes ("Text index is not
+            # supported in analytical storage mode.", src/query/interpreter.cpp @ v3.10.1).
             raise GraphError(
-                f"Memgraph at {store.where} runs in {ANALYTICAL}, which has no transactions: "
-                f"{purpose} writes each session in one transaction and would no longer be "
-                "all-or-nothing; run `STORAGE MODE IN_MEMORY_TRANSACTIONAL` there first"
+                f"Memgraph at {store.where} runs in {ANALYTICAL}, which has no transactions "
+                f"and no text indexes: {purpose} needs both; run `STORAGE MODE "
+                "IN_MEMORY_TRANSACTIONAL` there first"
             )
 
     # --- wipe, inventory, indexes -------------------------------------------------------
@@ -420,7 +573,12 @@ class MemgraphDialect(Dialect):
     def drop_index_statements(self, store: DialectStore) -> list[str]:
         indexes = store.autocommit("SHOW INDEX INFO")
         constraints = store.autocommit("SHOW CONSTRAINT INFO")
-        return drop_constraint_statements(constraints) + drop_index_statements(indexes)
+        vectors = store.autocommit("SHOW VECTOR INDEX INFO")
+        return (
+            drop_constraint_statements(constraints)
+            + drop_index_statements(indexes)
+            + drop_vector_index_statements(vectors)
+        )
 
     def inventory(self, store: DialectStore) -> Inventory:
         """Nodes and relationships by full scans (exact, in memory), plus the names of every
@@ -453,6 +611,9 @@ class MemgraphDialect(Dialect):
         except GraphQueryError as exc:
             if "already exists" not in str(exc).lower():
                 raise
+        # At 3.10.1 an existing name is a notification, not an error (PrepareTextIndexQuery,
+        # src/query/interpreter.cpp): only the listing says whether the index is ours.
+        self.require_text_index(store, label, prop)
 
     def drop_text_index(self, store: DialectStore, label: str, prop: str) -> None:
         name = self.text_index_name(label, prop)
@@ -488,12 +649,22 @@ class MemgraphDialect(Dialect):
         return bound_read(query)
 
     def cancel_query(self, store: DialectStore, query: str, submitted: float) -> list[str]:
+        """Terminate the transactions running `query`, and say which really stopped.
+
+        TERMINATE TRANSACTIONS answers `killed` true for every id it found, even when the
+        rights check then refused the kill (InterpreterContext::TerminateTransactions,
+        src/query/interpreter_context.cpp @ v3.10.1): a kill is believed only when SHOW
+        TRANSACTIONS no longer lists the transaction as running."""
         ids = transactions_running(store.autocommit("SHOW TRANSACTIONS"), query)
         if not ids:
             return []
-        rows = store.autocommit(terminate_statement(ids))
-        killed = {str(r.get("transaction_id")): r.get("killed") for r in rows}
-        return [f"{tid} {'killed' if killed.get(tid) else 'not killed'}" for tid in ids]
+        answered = store.autocommit(terminate_statement(ids))
+        found = {str(r.get("transaction_id")) for r in answered if r.get("killed")}
+        running = still_running(store.autocommit("SHOW TRANSACTIONS"), ids)
+        return [
+            f"{tid} {'killed' if tid in found and tid not in running else 'not killed'}"
+            for tid in ids
+        ]
 
     def schema_state(self, store: DialectStore) -> dict[str, Any]:
         """Indexes (without their changing `count`), constraints and triggers (SHOW ...:
