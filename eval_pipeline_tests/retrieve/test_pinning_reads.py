@@ -1,0 +1,115 @@
+"""Reads that pin the server (issue 28, probe finding 3), on the session's embedded ArcadeDB.
+
+Three ways an agent's read outlived its timeout and took the run with it:
+- a deeply nested CASE keeps ArcadeDB's parser busy for minutes, and a statement is listed
+  (hence terminable) only once parsed: the guard now refuses it before it is sent;
+- a statement with a character outside the BMP before ArcadeDB's 1,024-unit cut of the listed
+  text was never recognised by the cancel (Python counts code points, Java UTF-16 units):
+  reads are now marked with an id the cancel looks for, and the text fallback counts units;
+- the store ran reads on 8 fixed threads: 8 reads the server never answered, and every later
+  read, `RETURN 1` included, queued behind them and looked like a lost server.
+
+Runaway statements here are stopped on the server before each test ends (`_stop_all`), so a
+failing test leaves no core busy on the shared server.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval_pipeline.failures import infrastructure_cause
+from eval_pipeline.graph import server
+from eval_pipeline.graph.errors import GraphTimeoutError
+from eval_pipeline.graph.store import GraphStore
+from eval_pipeline.retrieve.guarded_read import GuardedReader
+from eval_pipeline_tests.conftest import HEAP, fresh_database
+
+# A read that runs until stopped (9 * 10^12 rows), cheap to start and to terminate.
+RUNAWAY = "UNWIND range(1,3000000) AS x UNWIND range(1,3000000) AS y RETURN count(*) AS c"
+
+
+def nested_case(depth: int) -> str:
+    """The probe's costly shape: each CASE in the THEN of the one around it."""
+    expr = "1"
+    for _ in range(depth):
+        expr = f"CASE WHEN true THEN {expr} ELSE 0 END"
+    return f"RETURN {expr} AS v"
+
+
+def long_runaway(before: int, *, split: bool = False) -> str:
+    """RUNAWAY with a string literal longer than ArcadeDB's listed cut, holding U+1F600 after
+    `before` characters of the statement (at the cut itself when `split`)."""
+    head = RUNAWAY + ", '"
+    if split:  # the pair straddles UTF-16 units 1023 and 1024
+        before = 1023
+    pad = "x" * max(0, before - len(head))
+    return head + pad + "\U0001f600" + "y" * 1200 + "' AS pad"
+
+
+@pytest.fixture
+def store(graph_dir: Path) -> Iterator[GraphStore]:
+    """A database of this test's own on the session server; whatever still runs on it at the
+    end is terminated."""
+    store = GraphStore(data_dir=str(graph_dir), database=fresh_database("pin"), heap=HEAP)
+    store.ensure_running()
+    try:
+        yield store
+    finally:
+        _stop_all(store)
+        store.close()
+
+
+def _running(store: GraphStore) -> list[dict[str, Any]]:
+    http = store.http()
+    assert http is not None
+    return [q for q in server.running_queries(http, store.database) if q.get("protocol") == "bolt"]
+
+
+def _stop_all(store: GraphStore) -> None:
+    http = store.http()
+    assert http is not None
+    for query in _running(store):
+        server.terminate_query(http, str(query["id"]))
+
+
+def _wait_listed(store: GraphStore, count: int = 1, timeout_s: float = 5.0) -> list[dict]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        listed = _running(store)
+        if len(listed) >= count or time.monotonic() > deadline:
+            return listed
+        time.sleep(0.1)
+
+
+def _gone(store: GraphStore, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while _running(store):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+# --- the read pool -------------------------------------------------------------------------
+
+
+def test_nine_stuck_reads_leave_the_server_answering(store: GraphStore):
+    """Reads the cancel cannot reach (no canceller here, as for a statement still parsing):
+    each times out as the query's own failure, and the store still answers at once. With 8
+    fixed read threads the 9th read's probe queued behind the stuck ones: GraphServerLost,
+    and every later question unscored."""
+    reader = GuardedReader(store, timeout_s=0.5, canceller=None, probe_timeout_s=3)
+    for n in range(9):
+        with pytest.raises(GraphTimeoutError, match="server's own statement timeout") as caught:
+            reader.read(RUNAWAY + f", {n} AS n")
+        assert infrastructure_cause(caught.value, graph_alive=lambda: True) is None
+    assert len(_running(store)) == 9  # all still running on the server
+    started = time.monotonic()
+    assert reader.read("RETURN 1 AS one") == [{"one": 1}]
+    assert store.read("RETURN 2 AS two", timeout_s=3) == [{"two": 2}]
+    assert time.monotonic() - started < 3
