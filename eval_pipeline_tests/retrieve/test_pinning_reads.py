@@ -26,7 +26,15 @@ from eval_pipeline.failures import infrastructure_cause
 from eval_pipeline.graph import server
 from eval_pipeline.graph.errors import GraphTimeoutError
 from eval_pipeline.graph.store import GraphStore
-from eval_pipeline.retrieve.guarded_read import GuardedReader
+from eval_pipeline.retrieve.guarded_read import GuardedReader, QueryRejected
+from eval_pipeline.retrieve.protocol import RetrievalTrace
+from eval_pipeline.retrieve.readonly_guard import (
+    MAX_CASE_EXPRESSIONS,
+    MAX_NESTING,
+    MAX_STATEMENT_CHARS,
+    WriteRejected,
+    check_read_only,
+)
 from eval_pipeline_tests.conftest import HEAP, fresh_database
 
 # A read that runs until stopped (9 * 10^12 rows), cheap to start and to terminate.
@@ -93,6 +101,69 @@ def _gone(store: GraphStore, timeout_s: float = 5.0) -> bool:
             return False
         time.sleep(0.1)
     return True
+
+
+class _NeverSent:
+    """The real store for the server probe only: a statement the guard should refuse is
+    recorded and fails the test here, instead of pinning the shared server's parser."""
+
+    def __init__(self, store: GraphStore) -> None:
+        self.real = store
+        self.sent: list[str] = []
+
+    def read(self, query: str, params=None, **kwargs: Any) -> list[dict]:
+        if query == "RETURN 1 AS ok":
+            return self.real.read(query, params, **kwargs)
+        self.sent.append(query)
+        raise AssertionError(f"sent to the server: {query[:60]}...")
+
+
+# --- size and nesting: refused before the server parses them -----------------------------
+
+
+def test_a_deeply_nested_case_is_refused_before_it_is_sent(store: GraphStore):
+    """The probe's 150-deep CASE kept a parser thread busy for minutes after the timeout.
+    Refused by the guard (a QueryRejected: the retriever's miss), and nothing reached the
+    server; as many CASE expressions as allowed still run, in well under a read timeout."""
+    never = _NeverSent(store)
+    trace = RetrievalTrace()
+    for depth in (150, MAX_CASE_EXPRESSIONS + 1):
+        started = time.monotonic()
+        with pytest.raises(QueryRejected, match="CASE expressions") as caught:
+            GuardedReader(never, timeout_s=10).read(nested_case(depth), trace=trace)  # type: ignore[arg-type]
+        assert time.monotonic() - started < 1
+        assert infrastructure_cause(caught.value) is None  # the system's miss, never unscored
+    assert never.sent == []
+    assert [q.rows for q in trace.queries] == [None, None]
+    assert all((q.error or "").startswith("rejected by the read-only guard") for q in trace.queries)
+
+    started = time.monotonic()
+    rows = GuardedReader(store, timeout_s=10).read(nested_case(MAX_CASE_EXPRESSIONS))
+    elapsed = time.monotonic() - started
+    print(f"CASE nested {MAX_CASE_EXPRESSIONS} deep: parsed and answered in {elapsed:.2f} s")
+    assert rows == [{"v": 1}]
+    assert elapsed < 5, elapsed
+
+
+def test_size_and_nesting_bounds_count_code_only():
+    at_limit = "RETURN " + "[" * MAX_NESTING + "1" + "]" * MAX_NESTING + " AS v"
+    check_read_only(at_limit)
+    for deeper in (
+        "RETURN " + "(" * (MAX_NESTING + 1) + "1" + ")" * (MAX_NESTING + 1) + " AS v",
+        "RETURN " + "{a: " * (MAX_NESTING + 1) + "1" + "}" * (MAX_NESTING + 1) + " AS v",
+    ):
+        with pytest.raises(WriteRejected, match=f"more than {MAX_NESTING} deep"):
+            check_read_only(deeper)
+    flat = " + ".join(["CASE WHEN true THEN 1 ELSE 0 END"] * (MAX_CASE_EXPRESSIONS + 1))
+    with pytest.raises(WriteRejected, match="CASE expressions"):
+        check_read_only(f"RETURN {flat} AS v")  # counted whether nested or not
+    # Brackets and CASE inside strings, comments and backtick names are data.
+    data = "'" + "(" * 100 + " CASE" * 100 + "'"
+    check_read_only(f"RETURN {data} AS s, 1 AS `{'[' * 100}` // {'{' * 100} CASE CASE")
+    check_read_only("RETURN 'x' AS s /* " + "CASE " * 100 + "*/")
+    check_read_only("RETURN '" + "x" * (MAX_STATEMENT_CHARS - 20) + "' AS s")
+    with pytest.raises(WriteRejected, match="characters long"):
+        check_read_only("RETURN '" + "x" * MAX_STATEMENT_CHARS + "' AS s")
 
 
 # --- the read pool -------------------------------------------------------------------------
