@@ -35,6 +35,7 @@ from eval_pipeline.retrieve.readonly_guard import (
     WriteRejected,
     check_read_only,
 )
+from eval_pipeline.retrieve.results import QueryRecord
 from eval_pipeline_tests.conftest import HEAP, fresh_database
 
 # A read that runs until stopped (9 * 10^12 rows), cheap to start and to terminate.
@@ -164,6 +165,58 @@ def test_size_and_nesting_bounds_count_code_only():
     check_read_only("RETURN '" + "x" * (MAX_STATEMENT_CHARS - 20) + "' AS s")
     with pytest.raises(WriteRejected, match="characters long"):
         check_read_only("RETURN '" + "x" * MAX_STATEMENT_CHARS + "' AS s")
+
+
+# --- cancel by id -----------------------------------------------------------------------------
+
+
+def test_a_long_statement_with_a_non_bmp_character_is_cancelled(store: GraphStore):
+    """U+1F600 within the first 1,024 characters, the text 2,000 long: the listed text is cut
+    one character earlier than Python's cut, and the read used to run on to the server's
+    300 s ceiling. Now it is stopped on the server at its timeout."""
+    reader = GuardedReader(store, timeout_s=1.5)
+    trace = RetrievalTrace()
+    started = time.monotonic()
+    with pytest.raises(GraphTimeoutError, match="stopped on the server") as caught:
+        reader.read(long_runaway(before=200), trace=trace)
+    assert time.monotonic() - started < 8
+    assert _gone(store), "the read still runs on the server"
+    assert infrastructure_cause(caught.value, graph_alive=lambda: True) is None
+    (record,) = trace.queries
+    assert isinstance(record, QueryRecord) and "stopped on the server" in (record.error or "")
+    # What was recorded is the agent's statement, not the marked one.
+    assert record.query == long_runaway(before=200)
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["pair-before-cut", "pair-at-cut"])
+def test_the_listed_text_is_recognised_by_utf16_units(store: GraphStore, split: bool):
+    """The fallback for a statement sent without a mark: ArcadeDB's listed text is predicted
+    in UTF-16 units (a pair cut in two is listed as '?'), and the cancel finds it by text."""
+    statement = long_runaway(before=300, split=split)
+    submitted = time.time()
+    with pytest.raises(GraphTimeoutError):
+        store.read(statement, timeout_s=0.5)
+    (listed,) = _wait_listed(store)
+    assert listed["text"] == server.listed_text(statement)
+    (stopped,) = store.dialect.cancel_query(store, statement, submitted)
+    assert stopped.split()[0] == listed["id"]
+    assert _gone(store)
+
+
+def test_the_cancel_stops_only_the_read_it_was_given(store: GraphStore):
+    """Two identical statements running: the id picks one, the other keeps running."""
+    dialect = store.dialect
+    first, _ = dialect.mark_read(RUNAWAY, "a" * 16)
+    second, _ = dialect.mark_read(RUNAWAY, "b" * 16)
+    for statement in (first, second):
+        with pytest.raises(GraphTimeoutError):
+            store.read(statement, timeout_s=0.3)
+    assert len(_wait_listed(store, count=2)) == 2
+    (stopped,) = dialect.cancel_query(store, first, time.time(), "a" * 16)
+    time.sleep(0.5)
+    still = _running(store)
+    assert [q["text"].split("*/")[0] for q in still] == ["/* eval_pipeline read " + "b" * 16 + " "]
+    assert stopped.split()[0] not in {q["id"] for q in still}
 
 
 # --- the read pool -------------------------------------------------------------------------

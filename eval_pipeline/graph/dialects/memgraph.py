@@ -30,6 +30,11 @@ server from `SHOW VERSION` (`on_connect`):
   timeout is terminated (`SHOW TRANSACTIONS`, `TERMINATE TRANSACTIONS 'id'`); the server's
   own `--query-execution-timeout-sec` and `--memory-limit` (docker-compose.yml) are the
   backstop;
+- a timed-out read is found by its id in the transaction's metadata (`Dialect.mark_read`: Bolt
+  BEGIN's `tx_metadata`, which SHOW TRANSACTIONS lists in its `metadata` column, 3.10.1
+  `src/glue/SessionHL.cpp` ToQueryExtras, `src/query/interpreter.cpp` ShowTransactions), not
+  by a comment in its text: EXPLAIN and PROFILE re-parse `query_string.substr(8)`, the raw
+  text after its first 8 characters (`interpreter.cpp`), so a leading comment breaks them;
 - SHOW SCHEMA INFO (needs --schema-info-enabled=True) runs only in auto-commit; without it the
   portable scans answer;
 - maps and nested lists are valid property values: no encoding needed.
@@ -47,7 +52,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from eval_pipeline.graph import schema
-from eval_pipeline.graph.dialects.base import Dialect, Inventory, TextIndex, listing, quote_name
+from eval_pipeline.graph.dialects.base import (
+    READ_MARK_KEY,
+    Dialect,
+    Inventory,
+    TextIndex,
+    listing,
+    quote_name,
+)
 from eval_pipeline.graph.dialects.store_protocol import DialectStore
 from eval_pipeline.graph.errors import GraphError, GraphQueryError
 
@@ -297,15 +309,23 @@ def bound_read(query: str, memory_mb: int = READ_MEMORY_LIMIT_MB) -> str:
     return f"{text}\nQUERY MEMORY LIMIT {int(memory_mb)} MB"
 
 
-def transactions_running(rows: list[dict[str, Any]], query: str) -> list[str]:
-    """Ids of the SHOW TRANSACTIONS rows (`username, transaction_id, query, metadata`; `query`
-    the transaction's statements, a list) running `query`."""
+def transactions_running(
+    rows: list[dict[str, Any]], query: str, read_id: str | None = None
+) -> list[str]:
+    """Ids of the SHOW TRANSACTIONS rows (`username, transaction_id, query, status,
+    metadata`; `query` the transaction's statements, a list) of the read `read_id` (its
+    metadata, `Dialect.mark_read`), or, without an id, running `query`."""
     wanted = query.strip()
     ids = []
     for row in rows:
         texts = row.get("query")
         texts = texts if isinstance(texts, list) else [texts]
-        if any(str(t).strip() == wanted for t in texts if t is not None):
+        metadata = row.get("metadata")
+        if read_id is not None:
+            found = isinstance(metadata, dict) and metadata.get(READ_MARK_KEY) == read_id
+        else:
+            found = any(str(t).strip() == wanted for t in texts if t is not None)
+        if found:
             tid = str(row.get("transaction_id") or "")
             if _TRANSACTION_ID.fullmatch(tid):
                 ids.append(tid)
@@ -487,8 +507,10 @@ class MemgraphDialect(Dialect):
     def bound_read(self, query: str) -> str:
         return bound_read(query)
 
-    def cancel_query(self, store: DialectStore, query: str, submitted: float) -> list[str]:
-        ids = transactions_running(store.autocommit("SHOW TRANSACTIONS"), query)
+    def cancel_query(
+        self, store: DialectStore, query: str, submitted: float, read_id: str | None = None
+    ) -> list[str]:
+        ids = transactions_running(store.autocommit("SHOW TRANSACTIONS"), query, read_id)
         if not ids:
             return []
         rows = store.autocommit(terminate_statement(ids))
