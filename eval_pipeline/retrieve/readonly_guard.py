@@ -190,10 +190,11 @@ _KNOWN_WRITING_PROCEDURES = (
 # minutes whatever our timeout says. Measured on the embedded server (2 shared cores, load 3-6;
 # fresh text each time, so no plan cache; `eval_pipeline_tests/retrieve/test_pinning_reads.py`):
 # - CASE nested in THEN is the costly shape, about cubic in depth: depth 8 0.05 s, 16 0.2-0.3 s,
-#   24 0.4-0.7 s, 32 0.5-0.7 s, 48 1.4-2 s, 64 4-6 s, 90 about 3 s before it was even listed;
-#   and additive: 10 nests of depth 24 in one statement 4.4 s, 20 of depth 16 6.2 s, 60 of
-#   depth 8 3.7 s. So the bound is on CASE expressions per statement, nested or not: 24 keep
-#   the worst shape (one nest of 24) under a second. Nested in WHEN or ELSE, or in parentheses,
+#   24 0.4-0.7 s (2.6 s on a JVM just started), 32 0.5-0.7 s, 48 1.4-2 s, 64 4-6 s, 90 about
+#   3 s before it was even listed; and additive: 10 nests of depth 24 in one statement 4.4 s,
+#   20 of depth 16 6.2 s, 60 of depth 8 3.7 s. So the bound is on CASE expressions per
+#   statement, nested or not: 24 keep the worst shape (one nest of 24) under a second warm and
+#   a few seconds cold, inside a read's 10 s. Nested in WHEN or ELSE, or in parentheses,
 #   CASE parses in linear time (depth 150: 0.15 s);
 # - brackets are cheap (64 deep, any kind: under 0.1 s); 24 levels is far more than a read
 #   needs and keeps both servers' recursive parsers and planners shallow;
