@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
@@ -23,15 +23,12 @@ from eval_pipeline.graph.errors import GraphError, GraphRowLimitError, GraphTime
 # for a write only opens a phase, a write taken for a read would be someone else's data).
 # TERMINATE TRANSACTIONS (Memgraph) stops a statement of ours and changes no data.
 _CYPHER_READ = re.compile(r"^\s*(SHOW|RETURN|EXPLAIN|PROFILE|TERMINATE)\b", re.IGNORECASE)
-READ_THREADS = 8
 
 
 class QueryRunner:
     def __init__(self, connection: Connection, note_write: Callable[[str], None]) -> None:
         self._connection = connection
         self._note_write = note_write
-        self._pool: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
 
     def _mapped(self, exc: Exception) -> GraphError:
         return self._connection.dialect.map_error(exc, self._connection.where)
@@ -92,6 +89,7 @@ class QueryRunner:
         *,
         timeout_s: float = 30,
         max_rows: int = 10_000,
+        metadata: Mapping[str, Any] | None = None,
     ) -> list[dict]:
         """Run a query in a read transaction; at most `max_rows` rows within `timeout_s`.
 
@@ -100,16 +98,18 @@ class QueryRunner:
         also send): at `timeout_s` this call gives up with GraphTimeoutError. It does not stop
         the statement on the server by itself: `retrieve.guarded_read.GuardedReader` does
         (the dialect's `cancel_query`: ArcadeDB `terminate query`, Memgraph `TERMINATE
-        TRANSACTIONS`), and the server's own statement timeout is the backstop. Neither server
+        TRANSACTIONS`), and the server's own statement timeout is the backstop. `metadata` is
+        the transaction's metadata (Memgraph lists it in SHOW TRANSACTIONS). Neither server
         rejects writes in a read transaction: callers that run untrusted Cypher must guard it
         themselves.
         """
         driver = self._connection.driver()
         database = self._connection.session_database()
+        tx_metadata = dict(metadata) if metadata else None
 
         def work() -> list[dict]:
             with driver.session(database=database, default_access_mode=neo4j.READ_ACCESS) as s:
-                with s.begin_transaction(timeout=timeout_s) as tx:
+                with s.begin_transaction(timeout=timeout_s, metadata=tx_metadata) as tx:
                     rows: list[dict] = []
                     for record in tx.run(query, dict(params or {})):
                         if len(rows) >= max_rows:
@@ -119,9 +119,8 @@ class QueryRunner:
                         rows.append(record.data())
                     return rows
 
-        future = self._read_pool().submit(work)
         try:
-            return future.result(timeout=timeout_s)
+            return _in_own_thread(work).result(timeout=timeout_s)
         except FutureTimeout:
             raise GraphTimeoutError(
                 f"read on {self._connection.where} did not finish within {timeout_s:g} s"
@@ -131,17 +130,27 @@ class QueryRunner:
         except Exception as exc:
             raise self._mapped(exc) from exc
 
-    def _read_pool(self) -> ThreadPoolExecutor:
-        # Reads run in a pool so that a read past its timeout leaves its caller on time.
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(
-                    max_workers=READ_THREADS, thread_name_prefix="graph-read"
-                )
-            return self._pool
-
     def close(self) -> None:
-        with self._lock:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = None
+        """Nothing to release: a read's thread ends with its statement (see `_in_own_thread`)."""
+
+
+def _in_own_thread(work: Callable[[], list[dict]]) -> Future[list[dict]]:
+    """`work` started on a daemon thread of its own; its outcome as a future.
+
+    Not a fixed pool: a read the server never answers (one its cancel cannot reach) keeps its
+    thread until the server lets go, and with a pool of N such reads every later read, the
+    server probe `RETURN 1` included, queued behind them and looked like a lost server
+    (issue 28: 8 pinned reads and the rest of the run was unscored). A daemon thread never
+    holds up the process's exit.
+    """
+    future: Future[list[dict]] = Future()
+    future.set_running_or_notify_cancel()
+
+    def run() -> None:
+        try:
+            future.set_result(work())
+        except BaseException as exc:  # handed to the waiting caller, if it still waits
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="graph-read", daemon=True).start()
+    return future

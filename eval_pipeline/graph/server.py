@@ -221,7 +221,9 @@ def running_info(data_dir: str | Path | None = None) -> ServerInfo | None:
 
 
 # How ArcadeDB lists a statement's text (RunningQuery.maskAndTruncate in 26.10.2): credentials
-# after these keywords masked, then cut at 1024 characters plus "...".
+# after these keywords masked, then cut at 1024 characters plus "...". Java's characters are
+# UTF-16 units: a character outside the BMP counts twice, and a pair cut in two leaves a lone
+# surrogate, which the JSON answer carries as "?" (probed on 26.10.2).
 _LISTED_MAX = 1024
 _LISTED_MARGIN = 256
 _LISTED_CREDENTIAL = re.compile(
@@ -235,12 +237,18 @@ def listed_text(statement: str) -> str:
     """`statement` as `list queries` shows it, to recognise it there."""
     scanned = statement[: _LISTED_MAX + _LISTED_MARGIN]
     masked = _LISTED_CREDENTIAL.sub(r"\1\2***", scanned)
-    return masked[:_LISTED_MAX] + "..." if len(masked) > _LISTED_MAX else masked
+    units = masked.encode("utf-16-le", "surrogatepass")
+    if len(units) <= 2 * _LISTED_MAX:
+        return masked
+    cut = units[: 2 * _LISTED_MAX].decode("utf-16-le", "surrogatepass")
+    if "\ud800" <= cut[-1] <= "\udbff":
+        cut = cut[:-1] + "?"  # the high half of a pair, as the JSON answer spells it
+    return cut + "..."
 
 
 def running_queries(http: ArcadeHttp, database: str | None = None) -> list[dict[str, Any]]:
     """Statements running on an ArcadeDB server now (`list queries`): id, database, user,
-    protocol, text (masked and cut at 1024 characters), startedAt (epoch ms), elapsedMs."""
+    protocol, text (masked and cut at 1024 UTF-16 units), startedAt (epoch ms), elapsedMs."""
     command = "list queries" + (f" database {database}" if database else "")
     return list(http.server_command(command).get("result") or [])
 

@@ -130,10 +130,14 @@ class GraphStore(StoreConfig):
         *,
         timeout_s: float = 30,
         max_rows: int = 10_000,
+        metadata: Mapping[str, Any] | None = None,
     ) -> list[dict]:
         """A read transaction of at most `max_rows` rows within `timeout_s`, else
-        GraphRowLimitError or GraphTimeoutError (`QueryRunner.read`)."""
-        return self._queries.read(query, params, timeout_s=timeout_s, max_rows=max_rows)
+        GraphRowLimitError or GraphTimeoutError (`QueryRunner.read`); `metadata` is the
+        transaction's (what `Dialect.mark_read` asks for)."""
+        return self._queries.read(
+            query, params, timeout_s=timeout_s, max_rows=max_rows, metadata=metadata
+        )
 
     def write_batches(
         self,

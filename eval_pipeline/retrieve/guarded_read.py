@@ -19,6 +19,13 @@ Reads that harm the server without writing (issue 13) are bounded on the server:
   server's heap has its connection dropped while the server stays up; that is reported as the
   query's own failure, not as a server outage.
 
+A timed-out read is found on the server by an id of its own, never by its text alone
+(`Dialect.mark_read`: ArcadeDB a leading comment `/* eval_pipeline read <id> */`, Memgraph the
+transaction's metadata): ArcadeDB lists a statement's text cut at 1,024 UTF-16 units, Python
+counts code points, and a statement with a character outside the BMP before that cut was never
+recognised, so it ran on to the server's ceiling (issue 28). What the server cannot stop at
+all, a statement still being parsed, the guard bounds in size and nesting before it is sent.
+
 Whose failure (see `eval_pipeline.failures`): a query refused, too slow or too big while the
 server keeps answering is the system's own (a miss: retrievers tell their agent, the runner
 scores it). A server that no longer answers raises `GraphServerLost`, deliberately not a
@@ -30,6 +37,7 @@ Every attempt, refused or failed or not, becomes a `QueryRecord` in the caller's
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -54,8 +62,9 @@ log = logging.getLogger(__name__)
 REJECTED_PREFIX = "rejected by the read-only guard: "
 PROBE_TIMEOUT_S = 5.0
 
-# (statement, wall-clock time it was submitted) -> ids of the server-side queries stopped.
-QueryCanceller = Callable[[str, float], list[str]]
+# (statement as sent, wall-clock time it was submitted, the read's id or None) -> ids of the
+# server-side queries stopped.
+QueryCanceller = Callable[[str, float, str | None], list[str]]
 
 
 class QueryRejected(Exception):
@@ -119,10 +128,13 @@ class GuardedReader:
             _record(trace, query, params, started, error=REJECTED_PREFIX + rejected.reason)
             raise QueryRejected(rejected.reason) from None
         try:
-            sent = self._bounded(query)
+            bounded = self._bounded(query)
         except GraphError as refused:  # a statement the dialect cannot bound is not sent
             _record(trace, query, params, started, error=str(refused))
             raise
+        read_id = secrets.token_hex(8)
+        sent, metadata = self._marked(bounded, read_id)
+        extra: dict[str, Any] = {"metadata": metadata} if metadata else {}
         submitted = time.time()
         timed_out: GraphTimeoutError | None = None
         dropped: GraphUnavailableError | None = None
@@ -132,7 +144,9 @@ class GuardedReader:
         for attempt in range(2):
             timed_out = dropped = None
             try:
-                rows = self.store.read(sent, params, timeout_s=self.timeout_s, max_rows=cap)
+                rows = self.store.read(
+                    sent, params, timeout_s=self.timeout_s, max_rows=cap, **extra
+                )
             except GraphTimeoutError as exc:
                 timed_out = exc
             except GraphUnavailableError as exc:
@@ -160,7 +174,7 @@ class GuardedReader:
         # Out of the except blocks on purpose: the error raised next must not carry the
         # driver's error as its context when the server is fine (failures.py reads the chain).
         if timed_out is not None:
-            stopped = self._stop_on_server(sent, submitted)
+            stopped = self._stop_on_server(sent, submitted, read_id)
             if not self._server_answers():
                 _record(trace, query, params, started, error=f"graph server lost: {timed_out}")
                 down = GraphUnavailableError(f"graph server does not answer after: {timed_out}")
@@ -199,14 +213,20 @@ class GuardedReader:
         bound = getattr(getattr(self.store, "dialect", None), "bound_read", None)
         return bound(query) if callable(bound) else query
 
-    def _stop_on_server(self, query: str, submitted: float) -> list[str]:
+    def _marked(self, query: str, read_id: str) -> tuple[str, dict[str, str]]:
+        """`query` marked as read `read_id` the dialect's way (`Dialect.mark_read`), and the
+        transaction metadata to send; as it is for a reader without a dialect."""
+        mark = getattr(getattr(self.store, "dialect", None), "mark_read", None)
+        return mark(query, read_id) if callable(mark) else (query, {})
+
+    def _stop_on_server(self, query: str, submitted: float, read_id: str) -> list[str]:
         """Terminate the timed-out query on the server; best effort, never raises."""
         try:
             if self._canceller == "auto":
                 self._canceller = dialect_canceller(self.store)
             if not callable(self._canceller):
                 return []
-            return list(self._canceller(query, submitted))
+            return list(self._canceller(query, submitted, read_id))
         except Exception as exc:  # the server's ceiling still applies
             log.warning("could not stop a timed-out query on the server: %s", exc)
             return []
@@ -219,8 +239,8 @@ def dialect_canceller(store: Any) -> QueryCanceller | None:
     if not callable(cancel):
         return None
 
-    def canceller(query: str, submitted: float) -> list[str]:
-        return list(cancel(store, query, submitted))
+    def canceller(query: str, submitted: float, read_id: str | None = None) -> list[str]:
+        return list(cancel(store, query, submitted, read_id))
 
     return canceller
 

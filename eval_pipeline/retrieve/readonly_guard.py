@@ -31,6 +31,9 @@ literals, comments and backtick-quoted names, then refuses anything that is not 
   query (MATCH, OPTIONAL MATCH, WITH, UNWIND, RETURN, CALL, optionally after EXPLAIN/PROFILE).
   This catches the admin commands of both servers (SHOW, ANALYZE GRAPH, STORAGE MODE, BEGIN...)
   without listing them all;
+- statements that would keep the server's parser busy past any timeout (`MAX_STATEMENT_CHARS`,
+  `MAX_NESTING`, `MAX_CASE_EXPRESSIONS`): a server cannot stop a statement it is still parsing
+  (ArcadeDB lists it, and so can terminate it, only once parsed), so its size is bounded here;
 - text it cannot read the way the servers read it: unterminated strings, names or comments,
   nested block comments, non-ASCII characters in code (fullwidth or homoglyph letters and
   Unicode spaces could hide a keyword from us but not from the server), line breaks inside a
@@ -59,6 +62,9 @@ __all__ = [
     "DEFAULT_ALLOWED_FUNCTIONS",
     "DEFAULT_ALLOWED_PROCEDURES",
     "FORBIDDEN_KEYWORDS",
+    "MAX_CASE_EXPRESSIONS",
+    "MAX_NESTING",
+    "MAX_STATEMENT_CHARS",
     "WriteRejected",
     "check_read_only",
     "is_read_only",
@@ -178,6 +184,30 @@ _KNOWN_WRITING_PROCEDURES = (
     "migrate.",
 )
 
+# What one read may ask a server to parse (issue 28). Parsing cannot be stopped: ArcadeDB
+# 26.10.2 lists a statement (`list queries`, hence `terminate query`) only once it is parsed, and
+# its command timeout starts then too, so a statement that parses for minutes pins a core for
+# minutes whatever our timeout says. Measured on the embedded server (2 shared cores, load 3-6;
+# fresh text each time, so no plan cache; `eval_pipeline_tests/retrieve/test_pinning_reads.py`):
+# - CASE nested in THEN is the costly shape, about cubic in depth: depth 8 0.05 s, 16 0.2-0.3 s,
+#   24 0.4-0.7 s (2.6 s on a JVM just started), 32 0.5-0.7 s, 48 1.4-2 s, 64 4-6 s, 90 about
+#   3 s before it was even listed; and additive: 10 nests of depth 24 in one statement 4.4 s,
+#   20 of depth 16 6.2 s, 60 of depth 8 3.7 s. So the bound is on CASE expressions per
+#   statement, nested or not: 24 keep the worst shape (one nest of 24) under a second warm and
+#   a few seconds cold, inside a read's 10 s. Nested in WHEN or ELSE, or in parentheses,
+#   CASE parses in linear time (depth 150: 0.15 s);
+# - brackets are cheap (64 deep, any kind: under 0.1 s); 24 levels is far more than a read
+#   needs and keeps both servers' recursive parsers and planners shallow;
+# - size: a flat 16,000-character list 1.2 s, 18,000 characters of 24-deep brackets 3.7 s;
+#   20,000 characters keep any statement within the bounds above well under a read timeout
+#   (10 s). ArcadeDB already refuses a run of more than ~250 chained operators itself.
+MAX_STATEMENT_CHARS = 20_000
+MAX_NESTING = 24
+MAX_CASE_EXPRESSIONS = 24
+
+_OPENERS = frozenset("([{")
+_CLOSERS = frozenset(")]}")
+
 _QUERY_STARTS = frozenset({"MATCH", "OPTIONAL", "WITH", "UNWIND", "RETURN", "CALL"})
 _QUERY_PREFIXES = frozenset({"EXPLAIN", "PROFILE"})
 
@@ -230,6 +260,11 @@ def check_read_only(
         raise WriteRejected(f"a query must be a string, not {type(query).__name__}")
     if "\x00" in query:
         raise WriteRejected("the query contains a NUL character")
+    if len(query) > MAX_STATEMENT_CHARS:
+        raise WriteRejected(
+            f"the query is {len(query):,} characters long; at most {MAX_STATEMENT_CHARS:,} are"
+            " allowed (ask for less at a time, or pass long values as parameters)"
+        )
     # Lower-cased for the comparison, as written for the messages.
     allowed = _Allowed(
         procedures={name.lower(): name for name in allowed_procedures},
@@ -430,6 +465,7 @@ def _is_number(token: str) -> bool:
 
 
 def _check_code(tokens: list[str], allowed: _Allowed) -> None:
+    _check_shape(tokens)
     for i, token in enumerate(tokens):
         if _is_word(token):
             word = token.upper()
@@ -454,6 +490,30 @@ def _check_code(tokens: list[str], allowed: _Allowed) -> None:
         raise WriteRejected(
             "a read query must start with MATCH, OPTIONAL MATCH, WITH, UNWIND, RETURN or CALL"
         )
+
+
+def _check_shape(tokens: list[str]) -> None:
+    """Refuse nesting and CASE counts past the bounds (`MAX_NESTING`, `MAX_CASE_EXPRESSIONS`).
+    Only code counts: brackets and CASE in strings, comments and backtick names are data."""
+    depth = cases = 0
+    for token in tokens:
+        if token in _OPENERS:
+            depth += 1
+            if depth > MAX_NESTING:
+                raise WriteRejected(
+                    f"the query nests brackets more than {MAX_NESTING} deep; write it flatter"
+                    " (WITH clauses can carry intermediate values)"
+                )
+        elif token in _CLOSERS:
+            depth -= 1
+        elif _is_word(token) and token.upper() == "CASE":
+            cases += 1
+            if cases > MAX_CASE_EXPRESSIONS:
+                raise WriteRejected(
+                    f"the query has more than {MAX_CASE_EXPRESSIONS} CASE expressions, which"
+                    " servers take very long to parse; compute in steps with WITH, or use"
+                    " coalesce() or a map lookup"
+                )
 
 
 def _check_number(token: str) -> None:

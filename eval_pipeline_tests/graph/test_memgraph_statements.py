@@ -796,6 +796,52 @@ def test_injection_in_analytical_mode_is_refused_before_the_wipe(tmp_path) -> No
     assert not store.wiped and "\n" not in str(info.value)
 
 
+def test_a_timed_out_read_is_found_by_the_id_in_its_transaction_metadata() -> None:
+    """Issue 28: the read's id travels as Bolt BEGIN metadata, not in its text.
+
+    memgraph/memgraph v3.10.1 (0e77b786): src/glue/SessionHL.cpp ToQueryExtras copies BEGIN's
+    `tx_metadata` map into the transaction's metadata; src/query/interpreter.cpp
+    ShowTransactions answers {"username", "transaction_id", "query", "status", "metadata"},
+    metadata that map. A comment would not do: PrepareExplainQuery and PrepareProfileQuery
+    re-parse `query_string.substr(8)` (the raw text after "explain "/"profile "), which a
+    leading comment would cut instead.
+    """
+    d = mg.MemgraphDialect(V310)
+    statement = "EXPLAIN MATCH (n) RETURN n\nQUERY MEMORY LIMIT 1024 MB"
+    sent, metadata = d.mark_read(statement, "0123456789abcdef")
+    assert sent == statement
+    assert metadata == {"eval_pipeline_read": "0123456789abcdef"}
+    # Two transactions running the same text: only the one with the id is ours.
+    rows = [
+        {
+            "username": "",
+            "transaction_id": "9",
+            "query": [sent],
+            "status": "running",
+            "metadata": {"eval_pipeline_read": "ffffffffffffffff"},
+        },
+        {
+            "username": "",
+            "transaction_id": "11",
+            "query": [sent],
+            "status": "running",
+            "metadata": metadata,
+        },
+        {
+            "username": "",
+            "transaction_id": "12",
+            "query": ["SHOW TRANSACTIONS"],
+            "status": "running",
+            "metadata": {},
+        },
+    ]
+    assert mg.transactions_running(rows, sent, "0123456789abcdef") == ["11"]
+    assert mg.transactions_running(rows, sent) == ["9", "11"]  # by text, without an id
+    store = FakeMemgraph({"SHOW TRANSACTIONS": rows})
+    assert d.cancel_query(store, sent, 0.0, "0123456789abcdef") == ["11 killed"]  # type: ignore[arg-type]
+    assert store.sent[-1] == "TERMINATE TRANSACTIONS '11'"
+
+
 def test_schema_state_leaves_out_counts_and_sees_triggers() -> None:
     store = FakeMemgraph({"SHOW INDEX INFO": IDX_TEXT_ROWS})
     d = mg.MemgraphDialect(V310)

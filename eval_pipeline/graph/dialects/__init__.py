@@ -108,11 +108,18 @@ DIFFERENCES: tuple[Difference, ...] = (
         "kept); --memory-limit on the server",
     ),
     Difference(
+        "naming an agent read",
+        "mark_read",
+        "leading comment /* eval_pipeline read <id> */ (list queries shows only the text)",
+        "transaction metadata eval_pipeline_read (SHOW TRANSACTIONS lists it); text unchanged",
+    ),
+    Difference(
         "stopping a read at its timeout",
         "cancel_query",
-        "list queries + terminate query over HTTP; arcadedb.command.timeout backstop",
-        "SHOW TRANSACTIONS + TERMINATE TRANSACTIONS 'id', the kill checked by listing again; "
-        "--query-execution-timeout-sec",
+        "list queries, the text starting with the read's mark + terminate query over HTTP;"
+        " arcadedb.command.timeout backstop",
+        "SHOW TRANSACTIONS, the row whose metadata has the read's id + TERMINATE TRANSACTIONS"
+        " 'id', the kill checked by listing again; --query-execution-timeout-sec",
     ),
     Difference(
         "map-valued properties",

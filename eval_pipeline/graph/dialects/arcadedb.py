@@ -17,7 +17,10 @@ Quirks handled here (probed on 26.10.x, DESIGN.md section 5):
 - read transactions do not reject writes, and the transaction timeout is ignored: the store
   gives up on a read at its timeout, and `cancel_query` then terminates it on the server
   (`list queries` / `terminate query` over HTTP), with the server's command timeout
-  (`arcadedb.command.timeout`, server.py) as the backstop;
+  (`arcadedb.command.timeout`, server.py) as the backstop. `list queries` shows no transaction
+  metadata, only the text, cut at 1024 UTF-16 units: an agent read starts with a comment
+  naming its id (`mark_read`), which survives the cut, the credential masking and the parser
+  (EXPLAIN and PROFILE after it too, probed on 26.10.2);
 - the schema a read must leave alone (`schema_state`) is `SELECT FROM schema:types` over HTTP
   (every type, its properties, constraints and indexes) and `SELECT FROM schema:triggers`, or
   Cypher's partial view without it;
@@ -133,6 +136,14 @@ VIEWS_SQL = "SELECT name FROM schema:materializedViews"
 # A server's clock and ours are the same host's, but a statement is listed from the moment the
 # server parsed it: allow this much before our own submission time.
 CLOCK_SLACK_S = 1.0
+_READ_ID = re.compile(r"[0-9a-f]{8,32}")
+
+
+def read_mark(read_id: str) -> str:
+    """The comment an agent read starts with: what `list queries` shows first."""
+    if not _READ_ID.fullmatch(read_id):
+        raise GraphError(f"not a read id: {read_id!r}")
+    return f"/* eval_pipeline read {read_id} */"
 
 
 def drop_type_sql(types: list[dict[str, Any]]) -> list[str]:
@@ -303,23 +314,38 @@ class ArcadeDBDialect(Dialect):
 
     # --- reads by agents ------------------------------------------------------------------
 
-    def cancel_query(self, store: DialectStore, query: str, submitted: float) -> list[str]:
-        """Terminate the Bolt statements with `query`'s text on the store's database that
-        started after `submitted` (`list queries`, then `terminate query`, over HTTP): an
-        identical statement of another reader started since is stopped too (it would time
-        out the same way). Nothing without an HTTP API."""
+    def mark_read(self, query: str, read_id: str) -> tuple[str, dict[str, str]]:
+        # On a line of its own before the statement, so the statement's first line (and a
+        # `//` comment there) is what it was.
+        return f"{read_mark(read_id)}\n{query}", {}
+
+    def cancel_query(
+        self, store: DialectStore, query: str, submitted: float, read_id: str | None = None
+    ) -> list[str]:
+        """Terminate the Bolt statements of this read on the store's database (`list
+        queries`, then `terminate query`, over HTTP): the one whose text starts with the mark
+        of `read_id`, else, for a statement sent unmarked, those listed with `query`'s text
+        that started after `submitted` (an identical statement of another reader started
+        since is stopped too: it would time out the same way). Nothing without an HTTP API."""
         http_of = getattr(store, "http", None)
         http = http_of() if callable(http_of) else None
         if http is None:
             return []
         from eval_pipeline.graph import server  # ArcadeDB's server commands
 
+        mark = read_mark(read_id) if read_id else None
         wanted = server.listed_text(query)
         stopped: list[str] = []
         for running in server.running_queries(http, getattr(store, "database", None)):
-            if running.get("protocol") != "bolt" or running.get("text") != wanted:
+            if running.get("protocol") != "bolt":
                 continue
-            if float(running.get("startedAt") or 0) / 1000 < submitted - CLOCK_SLACK_S:
+            text = str(running.get("text") or "")
+            if mark is not None:
+                if not text.startswith(mark):
+                    continue
+            elif text != wanted:
+                continue
+            elif float(running.get("startedAt") or 0) / 1000 < submitted - CLOCK_SLACK_S:
                 continue
             status = server.terminate_query(http, str(running["id"]))
             stopped.append(f"{running['id']} {status}")

@@ -30,6 +30,8 @@ DELETE_BATCH = 10_000
 # Labels (ArcadeDB: types) the wipe never removes: the lease (which chain holds the instance)
 # and the claim (the instance is ours, and what we last wrote to it).
 KEPT_LABELS: tuple[str, ...] = (schema.LEASE, schema.CLAIM)
+# The key of an agent read's id in its transaction metadata (`Dialect.mark_read`).
+READ_MARK_KEY = "eval_pipeline_read"
 
 
 def quote_name(name: str) -> str:
@@ -338,9 +340,19 @@ class Dialect:
         (Memgraph: a per-query memory limit); as is where there are none."""
         return query
 
-    def cancel_query(self, store: DialectStore, query: str, submitted: float) -> list[str]:
-        """Stop `query` (sent at wall-clock `submitted`) on the server after our timeout;
-        the ids of what was stopped. Best effort: [] when the server offers no way."""
+    def mark_read(self, query: str, read_id: str) -> tuple[str, dict[str, str]]:
+        """`query` as sent for the agent read `read_id`, and the metadata of its transaction:
+        what lets `cancel_query` pick out this read, and no other, among the server's. Here
+        the transaction metadata alone carries the id; a dialect whose server lists no
+        metadata marks the text instead."""
+        return query, {READ_MARK_KEY: read_id}
+
+    def cancel_query(
+        self, store: DialectStore, query: str, submitted: float, read_id: str | None = None
+    ) -> list[str]:
+        """Stop `query` (sent at wall-clock `submitted`, marked with `read_id` by `mark_read`
+        when given) on the server after our timeout; the ids of what was stopped. Best
+        effort: [] when the server offers no way."""
         return []
 
     def schema_state(self, store: DialectStore) -> Any:

@@ -30,6 +30,11 @@ server from `SHOW VERSION` (`on_connect`):
   timeout is terminated (`SHOW TRANSACTIONS`, `TERMINATE TRANSACTIONS 'id'`); the server's
   own `--query-execution-timeout-sec` and `--memory-limit` (docker-compose.yml) are the
   backstop;
+- a timed-out read is found by its id in the transaction's metadata (`Dialect.mark_read`: Bolt
+  BEGIN's `tx_metadata`, which SHOW TRANSACTIONS lists in its `metadata` column, 3.10.1
+  `src/glue/SessionHL.cpp` ToQueryExtras, `src/query/interpreter.cpp` ShowTransactions), not
+  by a comment in its text: EXPLAIN and PROFILE re-parse `query_string.substr(8)`, the raw
+  text after its first 8 characters (`interpreter.cpp`), so a leading comment breaks them;
 - SHOW SCHEMA INFO (needs --schema-info-enabled=True) runs only in auto-commit; without it the
   portable scans answer;
 - maps and nested lists are valid property values: no encoding needed.
@@ -47,7 +52,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from eval_pipeline.graph import schema
-from eval_pipeline.graph.dialects.base import Dialect, Inventory, TextIndex, listing, quote_name
+from eval_pipeline.graph.dialects.base import (
+    READ_MARK_KEY,
+    Dialect,
+    Inventory,
+    TextIndex,
+    listing,
+    quote_name,
+)
 from eval_pipeline.graph.dialects.store_protocol import DialectStore
 from eval_pipeline.graph.errors import GraphError, GraphQueryError
 
@@ -434,10 +446,13 @@ def bound_read(query: str, memory_mb: int = READ_MEMORY_LIMIT_MB) -> str:
 RUNNING = "running"
 
 
-def transactions_running(rows: list[dict[str, Any]], query: str) -> list[str]:
+def transactions_running(
+    rows: list[dict[str, Any]], query: str, read_id: str | None = None
+) -> list[str]:
     """Ids of the SHOW TRANSACTIONS rows (`username, transaction_id, query, status,
-    metadata` at v3.10.1; `query` the transaction's statements, a list) running `query`. A
-    row without `status` (an older server) counts as running; a snapshot's synthetic row
+    metadata` at v3.10.1; `query` the transaction's statements, a list) of the read `read_id`
+    (its metadata, `Dialect.mark_read`), or, without an id, running `query`. A row without
+    `status` (an older server) counts as running; a snapshot's synthetic row
     (`transaction_id` "snapshot") is no transaction of ours."""
     wanted = query.strip()
     ids = []
@@ -446,7 +461,12 @@ def transactions_running(rows: list[dict[str, Any]], query: str) -> list[str]:
             continue
         texts = row.get("query")
         texts = texts if isinstance(texts, list) else [texts]
-        if any(str(t).strip() == wanted for t in texts if t is not None):
+        metadata = row.get("metadata")
+        if read_id is not None:
+            found = isinstance(metadata, dict) and metadata.get(READ_MARK_KEY) == read_id
+        else:
+            found = any(str(t).strip() == wanted for t in texts if t is not None)
+        if found:
             tid = str(row.get("transaction_id") or "")
             if _TRANSACTION_ID.fullmatch(tid):
                 ids.append(tid)
@@ -648,14 +668,16 @@ class MemgraphDialect(Dialect):
     def bound_read(self, query: str) -> str:
         return bound_read(query)
 
-    def cancel_query(self, store: DialectStore, query: str, submitted: float) -> list[str]:
-        """Terminate the transactions running `query`, and say which really stopped.
+    def cancel_query(
+        self, store: DialectStore, query: str, submitted: float, read_id: str | None = None
+    ) -> list[str]:
+        """Terminate the transactions running the read, and say which really stopped.
 
         TERMINATE TRANSACTIONS answers `killed` true for every id it found, even when the
         rights check then refused the kill (InterpreterContext::TerminateTransactions,
         src/query/interpreter_context.cpp @ v3.10.1): a kill is believed only when SHOW
         TRANSACTIONS no longer lists the transaction as running."""
-        ids = transactions_running(store.autocommit("SHOW TRANSACTIONS"), query)
+        ids = transactions_running(store.autocommit("SHOW TRANSACTIONS"), query, read_id)
         if not ids:
             return []
         answered = store.autocommit(terminate_statement(ids))
