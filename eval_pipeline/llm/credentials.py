@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_pipeline.llm.errors import LLMConfigError
-from eval_pipeline.llm.secret_forms import blank, shape_spans, value_spans
+from eval_pipeline.llm.secret_forms import blank, merge, shape_spans, value_spans
 
 REDACTED = "[REDACTED]"
 _MIN_SECRET_LEN = 8  # shorter values would redact ordinary words
@@ -52,17 +52,14 @@ def redact_counted(text: object, *, shapes: bool = True) -> tuple[str, int]:
     blanks known values only (in every form, `secret_forms`), not key-shaped tokens: for data
     a user wrote (a conversation may say "sk-something-long"), where only a real secret must
     go."""
-    result = str(text)
-    hits = 0
-    for secret in _secret_values():
-        spans = value_spans(result, secret)
-        result = blank(result, spans, REDACTED)
-        hits += len(spans)
+    text = str(text)
+    # Every span found in the text as given, then blanked at once: blanking one secret first
+    # could cut a key shape (or another secret) so that it no longer matches.
+    spans = [span for secret in _secret_values() for span in value_spans(text, secret)]
     if shapes:
-        spans = shape_spans(result)
-        result = blank(result, spans, REDACTED)
-        hits += len(spans)
-    return result, hits
+        spans += shape_spans(text)
+    spans = merge(spans)
+    return blank(text, spans, REDACTED), len(spans)
 
 
 PRIVATE_FILE = 0o600

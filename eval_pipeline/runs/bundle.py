@@ -26,6 +26,7 @@ from typing import Any
 
 from eval_pipeline.atomic import publish_dir
 from eval_pipeline.corpus.jsonl import write_json, write_jsonl
+from eval_pipeline.llm.credentials import redact
 from eval_pipeline.runs.records import (
     CanaryRow,
     Hypothesis,
@@ -48,7 +49,8 @@ class BundleExists(FileExistsError):
 
 def run_dir_name(label: str | None, started: datetime) -> str:
     stamp = started.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-    clean = _LABEL.sub("-", label).strip("-") if label else ""
+    # A path is never redacted afterwards: a secret in the label is blanked before it names one.
+    clean = _LABEL.sub("-", redact(label)).strip("-") if label else ""
     suffix = secrets.token_hex(3)
     return "-".join(p for p in (stamp, clean, suffix) if p)
 
