@@ -84,5 +84,9 @@ def test_a_plain_graph_uri_and_base_url_still_pass(monkeypatch: pytest.MonkeyPat
 
     check_graph_uri("neo4j://memgraph-{batch}:7687?region=eu")
     check_graph_uri("bolt://127.0.0.1:7687")
+    check_graph_uri("bolt://a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6q7.db.example.com:7687")  # cloud host
     spec = parse_provider_spec("openai_compatible:qwen2.5-0.5b@http://127.0.0.1:8080/openai/v1")
     assert spec.base_url == "http://127.0.0.1:8080/openai/v1"
+    # A gateway's account id (32 hex digits) in the path is an id, not a key.
+    gateway = "https://gateway.example.com/v1/0123456789abcdef0123456789abcdef/gw/openai"
+    assert parse_provider_spec(f"openai:gpt-4o-mini@{gateway}").base_url == gateway

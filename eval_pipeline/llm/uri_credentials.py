@@ -21,7 +21,10 @@ _CREDENTIAL_NAME = re.compile(
     r"(?i)^(?:pass|passwd|password|pwd|secret|token|auth|authorization|credentials?|sig|"
     r"signature|key|apikey|.*(?:[_-]key|[_-]token|[_-]secret|[_-]password))$"
 )
-_LONG_RUN = re.compile(r"[A-Za-z0-9]{32,}")  # no separator in 32 characters: not a name
+# No separator in 32 characters: not a name. Lower-case hex is left out: that is an id or a
+# digest (a gateway's account id in its URL path, a pinned revision), rarely a key.
+_LONG_RUN = re.compile(r"[A-Za-z0-9]{32,}")
+_HEX = re.compile(r"[0-9a-f]+")
 
 
 def looks_secret_value(text: str) -> bool:
@@ -32,7 +35,9 @@ def looks_secret_value(text: str) -> bool:
 def looks_secret(text: str) -> bool:
     """`looks_secret_value`, or a long random run of letters and digits: what no part of a
     URI or a model name is (a run-anywhere option, a pinned revision, may be one)."""
-    return looks_secret_value(text) or any(looks_random(r) for r in _LONG_RUN.findall(text))
+    return looks_secret_value(text) or any(
+        looks_random(run) and not _HEX.fullmatch(run) for run in _LONG_RUN.findall(text)
+    )
 
 
 def uri_credential(uri: str) -> str | None:
@@ -54,7 +59,7 @@ def uri_credential(uri: str) -> str | None:
         return "its fragment"
     if any(looks_secret(unquote(seg)) for seg in parts.path.split("/") if seg):
         return "its path"
-    if looks_secret(host):
+    if looks_secret_value(host):  # a long random host name is a cloud instance's, not a key
         return "its host name"
     return None
 
@@ -67,7 +72,7 @@ def mask_uri(uri: str) -> str:
         port = parts.port
     except ValueError:
         return "<an unreadable address>"
-    if looks_secret(host):
+    if looks_secret_value(host):
         host = "***"
     shown = f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
     rest = (parts.path not in ("", "/")) or parts.query or parts.fragment or parts.username
