@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from eval_pipeline import build
@@ -29,6 +31,7 @@ from eval_pipeline.llm import LLMConfigError, LLMError, LLMSettings
 from eval_pipeline.llm.config import safe_spec
 from eval_pipeline.llm.layer import LLMLayer
 from eval_pipeline.llm.role_check import ModelRoleError, check_local_role, check_model_roles
+from eval_pipeline.llm.uri_credentials import looks_secret_value, mask_uri, uri_credential
 from eval_pipeline.plugins.errors import PluginLoadError
 from eval_pipeline.reconcile.protocol import ReconcileError
 from eval_pipeline.score.panel import OPTION as PANEL_OPTION
@@ -41,20 +44,32 @@ class PreflightError(ValueError):
     """An option that cannot work; the message is one line naming it."""
 
 
+def _refuse_credentials(uri: str, option: str) -> None:
+    """Credentials anywhere in an address end up in Dagster's run storage and in logs (the
+    driver's own errors print the URI): refused, naming the part, never showing it."""
+    where = uri_credential(uri)
+    if where is not None:
+        raise PreflightError(
+            f"{option} {mask_uri(uri)} must not carry credentials ({where}); set "
+            "EVAL_GRAPH_USER and EVAL_GRAPH_PASSWORD in the environment instead"
+        )
+
+
 def check_graph_uri(uri: str | None, *, option: str = "--graph-uri") -> None:
     if uri is None:
         return
+    _refuse_credentials(uri, option)
     parts = urlsplit(uri)
     if parts.scheme not in BOLT_SCHEMES or not parts.hostname:
         raise PreflightError(
-            f"{option} {uri!r} is not a Bolt address: expected bolt://HOST:PORT "
+            f"{option} {mask_uri(uri)} is not a Bolt address: expected bolt://HOST:PORT "
             f"(schemes: {', '.join(BOLT_SCHEMES)})"
         )
-    if parts.username or parts.password:
-        # Credentials in a URL end up in Dagster's run storage and logs: never accept them.
+    if parts.query and parts.scheme.startswith("bolt"):
+        # The driver refuses it later, with a traceback printing the whole URI.
         raise PreflightError(
-            f"{option} must not carry credentials; set EVAL_GRAPH_USER and EVAL_GRAPH_PASSWORD "
-            "in the environment instead"
+            f"{option} {mask_uri(uri)}: a bolt:// address takes no query (a routing context "
+            "is for neo4j:// addresses)"
         )
 
 
@@ -64,7 +79,7 @@ def check_batches(batches: int, uri: str | None, batch_uri: str | None = None) -
         raise PreflightError(f"--batches must be between 1 and {MAX_BATCHES}, not {batches}")
     if batch_uri is not None and BATCH_PLACEHOLDER not in batch_uri:
         raise PreflightError(
-            f"EVAL_GRAPH_BATCH_URI {batch_uri!r} must name each batch's instance with "
+            f"EVAL_GRAPH_BATCH_URI {mask_uri(batch_uri)} must name each batch's instance with "
             f"{BATCH_PLACEHOLDER} (e.g. bolt://memgraph-{BATCH_PLACEHOLDER}:7687)"
         )
     if batches > 1 and uri is not None and BATCH_PLACEHOLDER not in uri and not batch_uri:
@@ -77,14 +92,10 @@ def check_batches(batches: int, uri: str | None, batch_uri: str | None = None) -
 def check_http_url(url: str | None, *, option: str = "--graph-http-url") -> None:
     if url is None:
         return
+    _refuse_credentials(url, option)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise PreflightError(f"{option} {url!r} is not an http(s) URL")
-    if parts.username or parts.password:
-        raise PreflightError(
-            f"{option} must not carry credentials; set EVAL_GRAPH_USER and EVAL_GRAPH_PASSWORD "
-            "in the environment instead"
-        )
+        raise PreflightError(f"{option} {mask_uri(url)} is not an http(s) URL")
 
 
 def _option_error(option: str, value: str, exc: BaseException) -> PreflightError:
@@ -123,11 +134,55 @@ def check_judge_panel(specs: list[str], verdict: str) -> None:
             ) from None
 
 
+def _flag(path: tuple[str, ...]) -> str:
+    """The flag of the option at `path` in RunConfig (its deepest field that has one), else
+    the dotted path."""
+    cls: Any = RunConfig
+    found = ".".join(path)
+    for name in path:
+        field = getattr(cls, "model_fields", {}).get(name)
+        if field is None:
+            break
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        found = extra.get("cli", found)
+        cls = field.annotation
+    return found
+
+
+def _strings(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, (*path, str(key)))
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item, path)
+
+
+def check_no_secret_in_options(run: RunConfig) -> None:
+    """No option holds a secret, known (any form of a key in the environment) or shaped like
+    one (`sk-…`, `hf_…`, `ghp_…`, a JWT…): every option is recorded in Dagster's run storage,
+    the manifest, the run directory's name. The option is named; its value is not shown."""
+    for path, value in _strings(run.model_dump(mode="json")):
+        if looks_secret_value(value):
+            raise PreflightError(
+                f"{_flag(path)} holds what looks like a secret (a key or token); secrets are "
+                "read only from the environment (the *_API_KEY variables, EVAL_GRAPH_PASSWORD)"
+            )
+
+
 def preflight(run: RunConfig) -> None:
     """Check a chain's options as its stages will build them; one line naming the option."""
     from eval_pipeline.retrieve.protocol import RetrievalEnv
 
     corpus, graph = run.corpus, run.graph
+    # First, so no later refusal shows a secret: the addresses (naming the part that
+    # carries it), then every other option.
+    check_graph_uri(graph.uri)
+    check_http_url(graph.http_url)
+    check_graph_uri(graph.batch_uri, option="EVAL_GRAPH_BATCH_URI")
+    check_no_secret_in_options(run)
     try:
         check_resolvable(corpus.upstream_spec())
     except CorpusError as exc:  # it names its field
@@ -151,9 +206,6 @@ def preflight(run: RunConfig) -> None:
         raise PreflightError(
             f"--backend {graph.backend} needs --graph-uri: only ArcadeDB is embedded"
         )
-    check_graph_uri(graph.uri)
-    check_http_url(graph.http_url)
-    check_graph_uri(graph.batch_uri, option="EVAL_GRAPH_BATCH_URI")
     check_batches(corpus.batches, graph.uri, graph.batch_uri)
     try:
         check_model_roles(

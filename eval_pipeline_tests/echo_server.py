@@ -1,10 +1,15 @@
 """A model endpoint that echoes the caller's credentials back in every answer — whole, and with
 its `sk-`/`sk-ant-` prefix stripped — while answering each schema validly, as a careless or
-hostile provider would. For the secret tests: nothing it echoes may reach any file."""
+hostile provider would. For the secret tests: nothing it echoes may reach any file.
+
+`encoded_echo` echoes the key in the encodings issue 28's probe used (`encodings`): base64,
+reversed, 15-character chunks, zero-width characters interleaved, `\\u` escapes."""
 
 from __future__ import annotations
 
+import base64
 import json
+from collections.abc import Callable
 
 from eval_pipeline_tests.reconcile import fake_model
 from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply
@@ -21,6 +26,26 @@ def leak(request: RecordedRequest) -> str:
     key = presented_key(request)
     stripped = key.removeprefix("sk-ant-").removeprefix("sk-")
     return f"your key is {key} (or {stripped})"
+
+
+CHUNK = 15  # one under the old 16-character run redaction caught
+
+
+def encodings(key: str) -> dict[str, str]:
+    """The key as the probe's echoes wrote it, each form by name."""
+    return {
+        "base64": base64.b64encode(f"key={key}".encode()).decode(),
+        "base64 of a part": base64.b64encode(key[4:-3].encode()).decode(),
+        "reversed": key[::-1],
+        "chunks": " ".join(key[i : i + CHUNK] for i in range(0, len(key), CHUNK)),
+        "zero-width": "\u200b".join(key),
+        "escaped": "".join(f"\\u{ord(c):04x}" for c in key),
+    }
+
+
+def encoded_leak(request: RecordedRequest) -> str:
+    forms = encodings(presented_key(request))
+    return "; ".join(f"{name}: {form}" for name, form in forms.items())
 
 
 def requested_fields(request: RecordedRequest) -> set[str]:
@@ -40,7 +65,17 @@ def requested_fields(request: RecordedRequest) -> set[str]:
 
 
 def echo(request: RecordedRequest) -> ScriptedReply:
-    said = leak(request)
+    return _echo_with(request, leak)
+
+
+def encoded_echo(request: RecordedRequest) -> ScriptedReply:
+    return _echo_with(request, encoded_leak)
+
+
+def _echo_with(
+    request: RecordedRequest, said_by: Callable[[RecordedRequest], str]
+) -> ScriptedReply:
+    said = said_by(request)
     fields = requested_fields(request)
     if {"action", "cypher"} <= fields:
         first = request.last_user_text.startswith("Question (asked on")

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -32,7 +31,7 @@ import dagster as dg
 from pydantic import BaseModel, Field
 
 from eval_pipeline.assets.tags import CHAIN_TAG
-from eval_pipeline.llm.credentials import redact_tree
+from eval_pipeline.atomic import publish_dir, write_text
 
 STAGE_FILE = "stage.json"
 ARTIFACTS_DIR = "artifacts"
@@ -139,10 +138,9 @@ def publish_as(
             inputs=inputs or {},
         )
         (stage / STAGE_FILE).write_text(output.model_dump_json(indent=2) + "\n", "utf-8")
-        redact_tree(stage)  # the same redaction as a run bundle, private permissions
-        if final.exists():  # a re-executed step of this same run: its own earlier attempt
-            shutil.rmtree(final)
-        os.replace(stage, final)
+        # Redacted and private, then renamed; a re-executed step of this same run replaces
+        # its own earlier attempt.
+        publish_dir(stage, final, replace=True)
         pub.output = output
     finally:
         shutil.rmtree(stage, ignore_errors=True)
@@ -174,9 +172,7 @@ def _index_name(asset: str, partition: str | None) -> str:
 
 def _write_pointer(path: Path, output: StageOutput) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"run_id": output.run_id, "dir": output.dir}), "utf-8")
-    os.replace(tmp, path)
+    write_text(path, json.dumps({"run_id": output.run_id, "dir": output.dir}))
 
 
 def _read_pointer(path: Path) -> StageOutput | None:

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from eval_pipeline import __version__
+from eval_pipeline.atomic import staged_files
 from eval_pipeline.corpus.errors import CorpusError
 from eval_pipeline.corpus.json_stream import iter_json_array
-from eval_pipeline.corpus.jsonl import dumps_line, staged_outputs, write_json, write_jsonl
+from eval_pipeline.corpus.jsonl import dumps_line, write_json, write_jsonl
 from eval_pipeline.corpus.longmemeval import HaystackSession, UpstreamQuestion, parse_record
 from eval_pipeline.corpus.models import FIXTURE_SCHEMA_VERSION
 from eval_pipeline.corpus.sampling import (
@@ -518,7 +519,7 @@ def build_fixtures(plan: CorpusPlan, path: Path, *, spill_dir: Path) -> dict[str
 def build_corpus(upstream: ResolvedUpstream, out_dir: Path, spec: SampleSpec) -> dict:
     """Write goldens.jsonl, fixtures.jsonl and manifest.json into `out_dir`, all or nothing."""
     out_dir = Path(out_dir)
-    with staged_outputs(out_dir, [GOLDENS_FILE, FIXTURES_FILE, MANIFEST_FILE]) as stage:
+    with staged_files(out_dir, [GOLDENS_FILE, FIXTURES_FILE, MANIFEST_FILE]) as stage:
         if spec.sample is None:
             writer = FixtureWriter(stage)
             plan = plan_corpus(upstream, spec, fixtures=writer)

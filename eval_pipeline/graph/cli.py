@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from eval_pipeline.graph.errors import GraphError
+from eval_pipeline.llm.uri_credentials import mask_uri
 
 if TYPE_CHECKING:  # the store pulls in dagster and the driver: only load them when used
     from eval_pipeline.graph.store import GraphStore
@@ -100,7 +101,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     if args.graph_uri:
         print(
             "eval-pipeline: error: `graph stop` stops only the embedded server; "
-            f"{args.graph_uri} is managed elsewhere",
+            f"{mask_uri(args.graph_uri)} is managed elsewhere",
             file=sys.stderr,
         )
         return 2

@@ -84,6 +84,14 @@ def check_base_url(url: str) -> str:
         )
     if parts.query or parts.fragment:
         raise ValueError("base_url must not have a query string or fragment")
+    from eval_pipeline.llm.uri_credentials import uri_credential
+
+    where = uri_credential(url)
+    if where is not None:  # a key in the path (`http://h:9/KEY/v1`) is stored as a pin
+        raise ValueError(
+            f"base_url must not carry a key ({where}); put the key in an environment "
+            "variable named by api_key_env"
+        )
     return url.rstrip("/")
 
 
@@ -91,9 +99,16 @@ def safe_spec(text: str) -> str:
     """The spec as it may appear in an error: URL userinfo, query and fragment blanked out
     (`?api_key=…` is a key), and whatever else `redact` knows to be secret."""
     from eval_pipeline.llm.credentials import redact
+    from eval_pipeline.llm.uri_credentials import mask_uri, uri_credential
 
     text = re.sub(r"://[^/@\s]*@", "://***@", text)
     text = re.sub(r"([?#])\S*", r"\1***", text)
+    # A URL with a key in its path or host: scheme, host and port only.
+    text = re.sub(
+        r"https?://\S+",
+        lambda m: mask_uri(m.group(0)) if uri_credential(m.group(0)) else m.group(0),
+        text,
+    )
     return redact(text)
 
 
@@ -103,9 +118,10 @@ _KEY_SHAPED = re.compile(r"^(sk-|sk_|key-|pk-)|^[A-Za-z0-9]{32,}$")
 
 
 def check_model_name(model: str) -> str:
-    from eval_pipeline.llm.credentials import redact
+    from eval_pipeline.llm.uri_credentials import looks_secret
 
-    if _KEY_SHAPED.search(model) or redact(model) != model:
+    # By shape (sk-, hf_, ghp_, a long random run, ...) as well as by value.
+    if _KEY_SHAPED.search(model) or looks_secret(model):
         raise LLMConfigError(
             "the model name looks like an API key; keys are read only from the environment "
             "(OPENAI_API_KEY, ANTHROPIC_API_KEY, or the variable named by api_key_env): give "
@@ -406,6 +422,8 @@ def parse_provider_spec(text: str) -> ProviderSpec:
                 "the local provider starts its own server: give no URL (for a server you run, "
                 "use 'openai_compatible:MODEL@http://127.0.0.1:PORT/v1')"
             )
+        if rest:
+            check_model_name(rest)  # before the catalogue's refusal, which shows the name
         check_local_model_name(rest or None)
         return ProviderSpec(provider="local", model=rest or None)
     if not rest:

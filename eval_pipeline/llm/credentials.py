@@ -1,12 +1,13 @@
 """API keys: read only from the environment, and kept out of every text we produce.
 
-`redact` blanks out (a) every value read through `read_api_key`, (b) the current value of any
-environment variable whose name looks like a credential — each whole, and every run of 16 or
-more of its characters (an echo that dropped the `sk-` prefix or cut the key) — and (c)
-key-shaped strings and auth headers. It is the one redaction of the project: log records, error
-messages, model replies (before anything caches or reads them), every file a stage writes, and
-the run bundles all go through it. Log records get it through `install_log_redaction`
-(provider SDKs and HTTP clients log too, under many logger names).
+`redact` blanks out (a) every value read through `read_api_key` and (b) the current value of
+any environment variable whose name looks like a credential — in every form an echo may give
+it: whole, cut into runs, reversed, base64, with invisible characters interleaved or written
+as escapes (`secret_forms`) — and (c) key-shaped strings and auth headers, even when the value
+is unknown. It is the one redaction of the project: log records, error messages, model replies
+(before anything caches or reads them) and every file we publish (`eval_pipeline.atomic`, the
+one writer of artifacts, bundles and reports) all go through it. Log records get it through
+`install_log_redaction` (provider SDKs and HTTP clients log too, under many logger names).
 """
 
 from __future__ import annotations
@@ -14,34 +15,20 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from eval_pipeline.llm.errors import LLMConfigError
+from eval_pipeline.llm.secret_forms import blank, merge, shape_spans, value_spans
 
 REDACTED = "[REDACTED]"
 _MIN_SECRET_LEN = 8  # shorter values would redact ordinary words
-SUBSTRING_MIN = 16  # a run this long of a secret's characters is redacted too
 _SECRET_ENV_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 
 _known_secrets: set[str] = set()
 _known_lock = threading.Lock()
-
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # OpenAI (sk-..., sk-proj-...) and Anthropic (sk-ant-...) key shapes.
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"), REDACTED),
-    (re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=\-]{8,}"), r"\1" + REDACTED),
-    (
-        re.compile(
-            r"(?i)((?:x-api-key|api[_-]?key|authorization)[\"']?\s*[:=]\s*[\"']?)"
-            r"(?!\[REDACTED\])[^\"'\s,;}]{8,}"
-        ),
-        r"\1" + REDACTED,
-    ),
-)
 
 
 def register_secret(value: str | None) -> None:
@@ -60,54 +47,19 @@ def _secret_values() -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-def _spans_of(text: str, secret: str) -> list[tuple[int, int]]:
-    """Spans of `text` holding `secret` or any run of at least SUBSTRING_MIN of its characters
-    (an echo may drop the `sk-` prefix, cut the key, or quote a part of it)."""
-    if len(secret) < SUBSTRING_MIN:
-        spans, start = [], text.find(secret)
-        while start >= 0:
-            spans.append((start, start + len(secret)))
-            start = text.find(secret, start + len(secret))
-        return spans
-    offsets: dict[str, list[int]] = {}
-    for i in range(len(secret) - SUBSTRING_MIN + 1):
-        offsets.setdefault(secret[i : i + SUBSTRING_MIN], []).append(i)
-    pattern = re.compile("|".join(re.escape(w) for w in sorted(offsets, key=len, reverse=True)))
-    spans = []
-    pos = 0
-    while (match := pattern.search(text, pos)) is not None:
-        best = (match.start(), match.end())
-        for i in offsets[match.group(0)]:
-            # Grow the match to the longest run of the secret aligned with it.
-            left, right = match.start(), match.end()
-            j, k = i, i + SUBSTRING_MIN
-            while left > 0 and j > 0 and text[left - 1] == secret[j - 1]:
-                left, j = left - 1, j - 1
-            while right < len(text) and k < len(secret) and text[right] == secret[k]:
-                right, k = right + 1, k + 1
-            if right - left > best[1] - best[0]:
-                best = (left, right)
-        spans.append(best)
-        pos = best[1]
-    return spans
-
-
 def redact_counted(text: object, *, shapes: bool = True) -> tuple[str, int]:
-    """`redact`, and how many secret values (or parts of them) it blanked out. `shapes=False`
-    blanks known values only, not key-shaped tokens: for data a user wrote (a conversation may
-    say "sk-something-long"), where only a real secret must go."""
-    result = str(text)
-    hits = 0
-    for secret in _secret_values():
-        spans = _spans_of(result, secret)
-        for start, end in reversed(spans):
-            result = result[:start] + REDACTED + result[end:]
-        hits += len(spans)
+    """`redact`, and how many secrets (or parts of them) it blanked out. `shapes=False`
+    blanks known values only (in every form, `secret_forms`), not key-shaped tokens: for data
+    a user wrote (a conversation may say "sk-something-long"), where only a real secret must
+    go."""
+    text = str(text)
+    # Every span found in the text as given, then blanked at once: blanking one secret first
+    # could cut a key shape (or another secret) so that it no longer matches.
+    spans = [span for secret in _secret_values() for span in value_spans(text, secret)]
     if shapes:
-        for pattern, replacement in _PATTERNS:
-            result, n = pattern.subn(replacement, result)
-            hits += n
-    return result, hits
+        spans += shape_spans(text)
+    spans = merge(spans)
+    return blank(text, spans, REDACTED), len(spans)
 
 
 PRIVATE_FILE = 0o600
@@ -200,8 +152,8 @@ def redact_tree(root: Path) -> int:
 
 
 def redact(text: object) -> str:
-    """`text` as a string with every known secret — whole, or any run of SUBSTRING_MIN or
-    more of its characters — and every key-shaped token replaced."""
+    """`text` as a string with every known secret, in any of its forms, and every key-shaped
+    token replaced."""
     return redact_counted(text)[0]
 
 

@@ -15,7 +15,6 @@ what is written is the fields given plus `schema_version`.
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import shutil
@@ -25,8 +24,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.corpus.jsonl import dumps_line, write_json, write_jsonl
-from eval_pipeline.llm.credentials import PRIVATE_FILE, redact_tree
+from eval_pipeline.atomic import publish_dir
+from eval_pipeline.corpus.jsonl import write_json, write_jsonl
+from eval_pipeline.llm.credentials import redact
 from eval_pipeline.runs.records import (
     CanaryRow,
     Hypothesis,
@@ -49,7 +49,8 @@ class BundleExists(FileExistsError):
 
 def run_dir_name(label: str | None, started: datetime) -> str:
     stamp = started.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-    clean = _LABEL.sub("-", label).strip("-") if label else ""
+    # A path is never redacted afterwards: a secret in the label is blanked before it names one.
+    clean = _LABEL.sub("-", redact(label)).strip("-") if label else ""
     suffix = secrets.token_hex(3)
     return "-".join(p for p in (stamp, clean, suffix) if p)
 
@@ -133,15 +134,9 @@ def write_bundle(
         write_jsonl(stage / "hypotheses.jsonl", hyps)
         if canary_rows is not None:
             write_jsonl(stage / CANARIES_FILE, canary_rows)
-        # The project's one redaction: every secret value, whole or any long run of it (an
-        # echo that dropped the `sk-` prefix), and private permissions.
-        redactions = redact_tree(stage)
-        if redactions:
-            # Say so in the bundle itself: a reader must know something was removed.
-            marker = stage / "REDACTED"
-            marker.write_text(dumps_line({"redactions": redactions}) + "\n", encoding="utf-8")
-            os.chmod(marker, PRIVATE_FILE)
-        os.rename(stage, target)  # one step; fails rather than replace a non-empty dir
+        # Redacted (and a REDACTED file saying how much, when anything was), private, then
+        # renamed in one step, which fails rather than replace a non-empty directory.
+        publish_dir(stage, target, marker="REDACTED")
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise

@@ -81,9 +81,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 import random
-import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -93,6 +91,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eval_pipeline.atomic import write_text
 from eval_pipeline.runs.load import RunBundle, load_run
 from eval_pipeline.runs.pins import (
     COMPARABILITY_PINS,
@@ -613,16 +612,7 @@ def default_noise_floor_path(runs: Sequence[RunBundle | str | Path]) -> Path:
 def save_noise_floor(floor: NoiseFloor, path: str | Path) -> Path:
     """Write atomically (temp file + rename), so compare never reads half a floor."""
     path = Path(path).expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(floor.model_dump_json(indent=2))
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text(path, floor.model_dump_json(indent=2) + "\n")
     return path
 
 

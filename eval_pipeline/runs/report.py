@@ -28,16 +28,15 @@ replaced by one showing fewer question texts (`PoorerReport`: the existing one i
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.corpus.jsonl import read_jsonl, staged_outputs
+from eval_pipeline.atomic import staged_files, write_text
+from eval_pipeline.corpus.jsonl import read_jsonl
 from eval_pipeline.corpus.upstream import file_sha256
 from eval_pipeline.runs.bundle import BUNDLE_FILES
 from eval_pipeline.runs.compare import Comparison, Efficiency, PairedDelta, PanelComparison
@@ -1371,17 +1370,6 @@ def render_run_report(run: RunBundle) -> str:
     )
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 class PoorerReport(FileExistsError):
     """The report a refresh would write shows fewer question texts than the one it would
     replace (an old bundle whose goldens artifact was pruned): the existing one is kept."""
@@ -1405,7 +1393,7 @@ def write_run_report(run_dir: str | Path) -> Path:
                 f"{target} kept: a new report would lack the text of {new - old} question(s) "
                 f"it shows ({why}); this bundle predates question text in results.jsonl"
             )
-    _atomic_write(target, text)
+    write_text(target, text)  # redacted like the bundle it describes
     return target
 
 
@@ -1730,7 +1718,7 @@ def write_comparison_report(c: Comparison, out_dir: str | Path | None = None) ->
     """Write comparison.json and comparison.html together (staged, then moved in); returns
     the HTML path. A comparison is derived data: running it again replaces both files."""
     target = Path(out_dir).expanduser().resolve() if out_dir else default_comparison_dir(c)
-    with staged_outputs(target, [COMPARISON_JSON, COMPARISON_HTML]) as stage:
+    with staged_files(target, [COMPARISON_JSON, COMPARISON_HTML]) as stage:
         (stage / COMPARISON_JSON).write_text(c.model_dump_json(indent=2) + "\n", encoding="utf-8")
         (stage / COMPARISON_HTML).write_text(render_comparison_report(c), encoding="utf-8")
     return target / COMPARISON_HTML

@@ -33,8 +33,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -44,7 +42,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from eval_pipeline.corpus.jsonl import dumps_line, staged_outputs
+from eval_pipeline.atomic import staged_files, write_text
+from eval_pipeline.corpus.jsonl import dumps_line
 from eval_pipeline.corpus.judge_labels import (
     DEFAULT_LABELS,
     PROBES,
@@ -593,7 +592,7 @@ def write_check(
     clean = [r.model_copy(update={"reason": redact(r.reason)}) for r in records]
     body = "".join(dumps_line(r.model_dump(mode="json")) + "\n" for r in clean).encode("utf-8")
     final = result.model_copy(update={"verdicts_sha256": hashlib.sha256(body).hexdigest()})
-    with staged_outputs(out_dir, [VERDICTS_FILE, AGREEMENT_FILE]) as stage:
+    with staged_files(out_dir, [VERDICTS_FILE, AGREEMENT_FILE]) as stage:
         (stage / VERDICTS_FILE).write_bytes(body)
         (stage / AGREEMENT_FILE).write_text(_json_text(final), encoding="utf-8")
     return CheckFiles(out_dir / VERDICTS_FILE, out_dir / AGREEMENT_FILE, final)
@@ -628,15 +627,7 @@ class AgreementStore:
 
     def put(self, result: AgreementResult) -> Path:
         path = self.path_for(result.judge.model, result.judge.prompt_hash, result.labels.sha256)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(_json_text(result))
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_text(path, _json_text(result))
         return path
 
     def _entries_of(self, judge_model: str, prompt_hash: str) -> list[AgreementResult]:

@@ -158,12 +158,17 @@ def test_harden_deepeval_env_sets_the_variables(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_secret_is_redacted_whole_and_by_every_long_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    key = "pfx-test-RUNCANARY-0123456789abcdef"  # no key shape: only the value is known
+    key = "pfx-test-RUNCANARY-a1b2c3d4e5f6g7h8"  # no key shape: only the value is known
     monkeypatch.setenv("SOME_API_KEY", key)
     stripped = key.removeprefix("pfx-")
-    text, hits = redact_counted(f"a {key} b {stripped} c {key[10:30]} d {key[:12]}")
-    assert hits == 3 and key[10:30] not in text and stripped not in text
-    assert key[:12] in text  # 12 characters: too short to be the secret, left alone
+    text, hits = redact_counted(
+        f"a {key} b {stripped} c {key[10:30]} d {key[:12]} e {key[:7]} f {key[1:9]}"
+    )
+    # 12 characters holding a random-looking run of 8 ("x-test-R": a lower-case letter then
+    # an upper-case one) are a piece of the key (issue 28: an echo cut it into 15-character
+    # chunks); 7 characters, or 8 that read like a word, are left alone.
+    assert hits == 4 and key[10:30] not in text and stripped not in text
+    assert f"d {REDACTED} e {key[:7]} f {key[1:9]}" in text
     # A long run of the secret inside other text, glued on both sides.
     glued, n = redact_counted(f"xx{key[5:25]}yy")
     assert n == 1 and glued == "xx[REDACTED]yy"
