@@ -108,6 +108,20 @@ def backend_store(backend: str, request: pytest.FixtureRequest) -> Iterator:
     store.close()
 
 
+@pytest.fixture(autouse=True)
+def _registered_secrets_stay_with_their_test() -> Iterator[None]:
+    """The secrets a test registers (`credentials.register_secret`, process-wide by design: a
+    key read once is never shown again) are forgotten after it, so one test's key cannot make
+    another test's ordinary text read as a secret."""
+    from eval_pipeline.llm import credentials
+
+    before = set(credentials._known_secrets)
+    yield
+    with credentials._known_lock:
+        credentials._known_secrets.intersection_update(before)
+        credentials._known_secrets.update(before)
+
+
 def pytest_sessionfinish(session, exitstatus):
     from eval_pipeline.graph import server
 
