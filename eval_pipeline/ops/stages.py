@@ -8,8 +8,11 @@ blocking check failed), or incomplete (the bundle was written, some questions un
 from __future__ import annotations
 
 import re
+import sys
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any, Literal
 
 import dagster as dg
@@ -21,6 +24,7 @@ from eval_pipeline.assets.failure_log import record_failure, recorded_run_ids
 from eval_pipeline.assets.graph_lease import GRAPH_STEPS
 from eval_pipeline.assets.tags import stage_run_tags
 from eval_pipeline.corpus.batches import BatchKey
+from eval_pipeline.ops import pool
 from eval_pipeline.ops.resume import kept_stage
 
 # A failed blocking check of these means "incomplete", not "failed": the bundle was written.
@@ -122,13 +126,20 @@ def run_stage(
     started = time.perf_counter()
     key = dg.AssetKey(asset)
     checks = {k for k in job.asset_layer.asset_graph.asset_check_keys if k.asset_key == key}
-    result = job.get_subset(asset_selection={key}, asset_check_selection=checks).execute_in_process(
-        run_config=dict(run_config),
-        instance=instance,
-        raise_on_error=False,
-        tags=stage_run_tags(dict(tags), asset),
-        partition_key=batch.key if asset in GRAPH_STEPS else None,
-    )
+    run_id = str(uuid.uuid4())  # known before it runs: the pool watch looks for its claims
+    # A graph stage may wait for a pool slot: said out loud, and stoppable (`ops/pool.py`).
+    waits = pool.announced_wait(instance, run_id, _say) if asset in GRAPH_STEPS else nullcontext()
+    with waits:
+        result = job.get_subset(
+            asset_selection={key}, asset_check_selection=checks
+        ).execute_in_process(
+            run_config=dict(run_config),
+            instance=instance,
+            raise_on_error=False,
+            run_id=run_id,
+            tags={**stage_run_tags(dict(tags), asset), **pool.process_tags()},
+            partition_key=batch.key if asset in GRAPH_STEPS else None,
+        )
     outcome = StageOutcome(
         asset=asset,
         batch=batch.key if asset in GRAPH_STEPS and batch.batches > 1 else None,
@@ -180,6 +191,10 @@ def run_stage(
             checks=outcome.failed_checks,
         )
     return outcome
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _was_interrupted(result: Any) -> bool:
