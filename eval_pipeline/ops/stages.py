@@ -22,7 +22,7 @@ from eval_pipeline import interrupts
 from eval_pipeline.assets.batches import ONE_BATCH
 from eval_pipeline.assets.failure_log import record_failure, recorded_run_ids
 from eval_pipeline.assets.graph_lease import GRAPH_STEPS
-from eval_pipeline.assets.tags import stage_run_tags
+from eval_pipeline.assets.tags import BUNDLE_WRITTEN, stage_run_tags
 from eval_pipeline.corpus.batches import BatchKey
 from eval_pipeline.ops import pool
 from eval_pipeline.ops.resume import kept_stage
@@ -179,7 +179,7 @@ def run_stage(
         outcome.status, outcome.error = "check_failed", _first_error(result)
     if interrupts.received() or _was_interrupted(result):
         # Whatever the stage's own status: stopped by Ctrl-C, never "ok", never "failed".
-        _interrupted(outcome)
+        _interrupted(outcome, _bundle_written(result, key))
     outcome.seconds = round(time.perf_counter() - started, 3)
     if outcome.status in ("failed", "check_failed") and result.run_id not in recorded_run_ids():
         # A step that raised recorded itself; a failed check did not.
@@ -207,11 +207,22 @@ def _was_interrupted(result: Any) -> bool:
     )
 
 
-def _interrupted(outcome: StageOutcome) -> None:
+def _bundle_written(result: Any, key: dg.AssetKey) -> str | None:
+    """The bundle the stage's asset said it wrote (scored_run's observation), if any."""
+    for event in result.all_events:
+        if event.event_type == dg.DagsterEventType.ASSET_OBSERVATION:
+            observation = event.asset_observation_data.asset_observation
+            if observation.asset_key == key and BUNDLE_WRITTEN in observation.metadata:
+                return str(observation.metadata[BUNDLE_WRITTEN].value)
+    return None
+
+
+def _interrupted(outcome: StageOutcome, written: str | None = None) -> None:
     """Mark `outcome` interrupted; a scored_run's bundle, if it got that far, is withdrawn:
-    an interrupted stage's bundle must not read as a complete run."""
+    an interrupted stage's bundle must not read as complete, wherever in the step the
+    interrupt landed (before its materialization too: then `written` names the bundle)."""
     outcome.status, outcome.error = "interrupted", "interrupted (Ctrl-C)"
-    run_dir = outcome.metadata.get("run_dir")
+    run_dir = outcome.metadata.get("run_dir") or written
     if outcome.asset == "scored_run" and run_dir:
         withdrawn = interrupts.withdraw_bundle(run_dir)
         outcome.metadata["run_dir"] = None
