@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from eval_pipeline.corpus.errors import CorpusError
+from eval_pipeline.dagster_home import StorageError
 from eval_pipeline.llm.errors import LLMError
 from eval_pipeline.preflight import PreflightError
 from eval_pipeline.run_cli import (
@@ -191,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CorpusError, UsageError, LLMError, PreflightError, OSError) as exc:
+    except (CorpusError, UsageError, LLMError, PreflightError, StorageError, OSError) as exc:
         return _bad_input(args, str(exc))
     except ValidationError as exc:
         return _bad_input(args, option_error(exc))

@@ -111,9 +111,9 @@ def withdraw_bundle(run_dir: Path) -> Path | None:
     """Move an interrupted run's bundle out of the runs directory (into `.interrupted/`), so
     no listing, comparison or calibration takes it for a run; where it went (None: no bundle)."""
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        return None
     target = run_dir.parent / WITHDRAWN_DIR / run_dir.name
+    if not run_dir.is_dir():
+        return target if target.is_dir() else None  # withdrawn already (by its asset)
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(run_dir), str(target))
     return target

@@ -95,6 +95,22 @@ def running(pid: int) -> bool:
     return stat[0] not in _NOT_RUNNING
 
 
+def started_at(pid: int) -> float | None:
+    """When process `pid` started (epoch seconds, to about a second); None without /proc.
+    A pid outlives nothing: compared with when a record was written, it tells a reused pid."""
+    try:
+        text = (_PROC / str(pid) / "stat").read_text()
+        boot = next(
+            int(line.split()[1])
+            for line in (_PROC / "stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+    except (OSError, StopIteration, ValueError):
+        return None
+    ticks = int(text[text.rindex(")") + 2 :].split()[19])  # field 22, starttime
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
 def command_line(pid: int) -> list[str] | None:
     """The arguments of running process `pid`; None if it is not running or has no /proc."""
     if not running(pid):

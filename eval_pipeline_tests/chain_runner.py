@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 import warnings
 from collections.abc import Iterator, Mapping
@@ -323,3 +324,37 @@ def _set_env(key: str, value: str | None) -> None:
         os.environ.pop(key, None)
     else:
         os.environ[key] = value
+
+
+def read_until(proc: subprocess.Popen[str], pattern: str, timeout: float) -> list[str]:
+    """stderr lines of a process started by `spawn_run` up to the first matching `pattern`
+    (a regex); AssertionError with what it printed if none does within `timeout` seconds
+    (the process is then killed: a run that hangs fails the test, it does not hang it)."""
+    import queue
+    import re
+    import threading
+
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:  # a thread: a blocking readline cannot then outlast the deadline
+        for line in iter(proc.stderr.readline, ""):
+            lines.put(line.rstrip("\n"))
+            if re.search(pattern, line):
+                break
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            break
+        if line is None:
+            break
+        seen.append(line)
+        if re.search(pattern, line):
+            return seen
+    proc.kill()
+    raise AssertionError(f"no line matching {pattern!r} within {timeout} s: {seen[-15:]}")

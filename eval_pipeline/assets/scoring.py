@@ -34,7 +34,7 @@ from eval_pipeline.assets.resources import (
     ScoringResource,
 )
 from eval_pipeline.assets.retrieval import CANARY_RESULTS_FILE, RESULTS_FILE
-from eval_pipeline.assets.tags import CHAIN_TAG
+from eval_pipeline.assets.tags import BUNDLE_WRITTEN, CHAIN_TAG
 from eval_pipeline.config import ModelRole, ScoringConfig
 from eval_pipeline.corpus.batches import batch_keys
 from eval_pipeline.corpus.canaries import CANARIES_FILE
@@ -340,6 +340,14 @@ def scored_run(
         canaries=canaries,
     )
     context.log.info(f"run bundle: {run_dir}")
+    # Said as it is written: a chain interrupted anywhere later in this step (the IO manager,
+    # the checks) must find the bundle to withdraw it, with no materialization to read.
+    context.log_event(
+        dg.AssetObservation(
+            asset_key=context.asset_key,
+            metadata={BUNDLE_WRITTEN: dg.MetadataValue.path(str(run_dir))},
+        )
+    )
     incomplete = summary["incomplete"]
     if incomplete["questions"]:
         context.log.error(

@@ -30,6 +30,9 @@ PARTITION_TAG = "dagster/partition"
 # The asset a stage run of the chain materializes (what a dead batch worker was doing).
 STAGE_TAG = "eval_pipeline/stage"
 
+# scored_run's observation of the bundle it has just written (before the step ends).
+BUNDLE_WRITTEN = "bundle_written"
+
 CHAIN_RUN_TAGS: dict[str, str] = {
     "dagster/max_retries": "1",
     "dagster/retry_on_asset_or_op_failure": "false",

@@ -36,6 +36,7 @@ from eval_pipeline.corpus.batches import batch_keys
 from eval_pipeline.graph.errors import ForeignDataError, GraphError
 from eval_pipeline.graph.lease import Lease, LeaseHeld, hold_all
 from eval_pipeline.ops.batches import run_batched
+from eval_pipeline.ops.pool import release_dead
 from eval_pipeline.ops.stages import OUTCOME_META, StageOutcome, run_stages
 
 # Repeats re-run only what can vary between runs of one configuration (retrieval, reading,
@@ -130,6 +131,8 @@ def drive(
     salt = run.repeat.salt or hashlib.sha256(chain.encode()).hexdigest()[:8]
     tags = {CHAIN_TAG: chain, TRIGGER_TAG: trigger}
     outcome = ChainOutcome(salt=salt if run.repeat.count > 1 else None, chain=chain)
+    # A run killed earlier may still hold the graph pool's slot: freed, said (`ops/pool.py`).
+    release_dead(instance, lambda line: print(line, file=sys.stderr, flush=True))
     store = build.graph_store(run.graph)
     register_batches(instance, run.corpus.batches)
     try:

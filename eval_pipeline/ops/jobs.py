@@ -18,6 +18,7 @@ from eval_pipeline.assets.tags import (
 from eval_pipeline.config import RunConfig
 from eval_pipeline.ops.batches import run_batch_stages
 from eval_pipeline.ops.chain import run_chain
+from eval_pipeline.ops.pool import process_tags
 
 
 # The whole chain, stage by stage (ops/chain.py). The queued coordinator (deploy/dagster.yaml)
@@ -58,6 +59,6 @@ def launch(
         },
         instance=instance,
         raise_on_error=False,
-        tags={TRIGGER_TAG: trigger},
+        tags={TRIGGER_TAG: trigger, **process_tags()},
         resources=RESOURCES,
     )

@@ -8,8 +8,11 @@ blocking check failed), or incomplete (the bundle was written, some questions un
 from __future__ import annotations
 
 import re
+import sys
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any, Literal
 
 import dagster as dg
@@ -19,8 +22,9 @@ from eval_pipeline import interrupts
 from eval_pipeline.assets.batches import ONE_BATCH
 from eval_pipeline.assets.failure_log import record_failure, recorded_run_ids
 from eval_pipeline.assets.graph_lease import GRAPH_STEPS
-from eval_pipeline.assets.tags import stage_run_tags
+from eval_pipeline.assets.tags import BUNDLE_WRITTEN, stage_run_tags
 from eval_pipeline.corpus.batches import BatchKey
+from eval_pipeline.ops import pool
 from eval_pipeline.ops.resume import kept_stage
 
 # A failed blocking check of these means "incomplete", not "failed": the bundle was written.
@@ -122,13 +126,20 @@ def run_stage(
     started = time.perf_counter()
     key = dg.AssetKey(asset)
     checks = {k for k in job.asset_layer.asset_graph.asset_check_keys if k.asset_key == key}
-    result = job.get_subset(asset_selection={key}, asset_check_selection=checks).execute_in_process(
-        run_config=dict(run_config),
-        instance=instance,
-        raise_on_error=False,
-        tags=stage_run_tags(dict(tags), asset),
-        partition_key=batch.key if asset in GRAPH_STEPS else None,
-    )
+    run_id = str(uuid.uuid4())  # known before it runs: the pool watch looks for its claims
+    # A graph stage may wait for a pool slot: said out loud, and stoppable (`ops/pool.py`).
+    waits = pool.announced_wait(instance, run_id, _say) if asset in GRAPH_STEPS else nullcontext()
+    with waits:
+        result = job.get_subset(
+            asset_selection={key}, asset_check_selection=checks
+        ).execute_in_process(
+            run_config=dict(run_config),
+            instance=instance,
+            raise_on_error=False,
+            run_id=run_id,
+            tags={**stage_run_tags(dict(tags), asset), **pool.process_tags()},
+            partition_key=batch.key if asset in GRAPH_STEPS else None,
+        )
     outcome = StageOutcome(
         asset=asset,
         batch=batch.key if asset in GRAPH_STEPS and batch.batches > 1 else None,
@@ -168,7 +179,7 @@ def run_stage(
         outcome.status, outcome.error = "check_failed", _first_error(result)
     if interrupts.received() or _was_interrupted(result):
         # Whatever the stage's own status: stopped by Ctrl-C, never "ok", never "failed".
-        _interrupted(outcome)
+        _interrupted(outcome, _bundle_written(result, key))
     outcome.seconds = round(time.perf_counter() - started, 3)
     if outcome.status in ("failed", "check_failed") and result.run_id not in recorded_run_ids():
         # A step that raised recorded itself; a failed check did not.
@@ -182,6 +193,10 @@ def run_stage(
     return outcome
 
 
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def _was_interrupted(result: Any) -> bool:
     return any(
         e.is_step_failure
@@ -192,11 +207,22 @@ def _was_interrupted(result: Any) -> bool:
     )
 
 
-def _interrupted(outcome: StageOutcome) -> None:
+def _bundle_written(result: Any, key: dg.AssetKey) -> str | None:
+    """The bundle the stage's asset said it wrote (scored_run's observation), if any."""
+    for event in result.all_events:
+        if event.event_type == dg.DagsterEventType.ASSET_OBSERVATION:
+            observation = event.asset_observation_data.asset_observation
+            if observation.asset_key == key and BUNDLE_WRITTEN in observation.metadata:
+                return str(observation.metadata[BUNDLE_WRITTEN].value)
+    return None
+
+
+def _interrupted(outcome: StageOutcome, written: str | None = None) -> None:
     """Mark `outcome` interrupted; a scored_run's bundle, if it got that far, is withdrawn:
-    an interrupted stage's bundle must not read as a complete run."""
+    an interrupted stage's bundle must not read as complete, wherever in the step the
+    interrupt landed (before its materialization too: then `written` names the bundle)."""
     outcome.status, outcome.error = "interrupted", "interrupted (Ctrl-C)"
-    run_dir = outcome.metadata.get("run_dir")
+    run_dir = outcome.metadata.get("run_dir") or written
     if outcome.asset == "scored_run" and run_dir:
         withdrawn = interrupts.withdraw_bundle(run_dir)
         outcome.metadata["run_dir"] = None
