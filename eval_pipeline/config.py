@@ -38,9 +38,11 @@ Backend = Literal["arcadedb", "memgraph"]
 
 
 class Section(dg.Config):
-    """A part of the run configuration: an unknown key is refused, never ignored."""
+    """A part of the run configuration: an unknown key is refused, never ignored, and a value
+    of another type is refused, never coerced (`sample: true` is not 1, `top_k: 5.0` not 5,
+    `canaries: "no"` not False); an int is still a float."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def cli(flag: str, metavar: str | None = None, aliases: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline.cli import main
+from eval_pipeline.corpus import limits
 from eval_pipeline_tests.corpus.records import record, write_upstream
 
 
@@ -75,6 +76,40 @@ BAD_INPUTS = {
         [],  # filled below: shared ids differ per question in _good(), so build one
     ),
 }
+# Issue 28, finding 5: sizes refused where the corpus is read, long before any wipe.
+BAD_INPUTS["turn_too_long"] = (
+    _mutate(
+        lambda r: r[0]["haystack_sessions"][0][1].__setitem__(
+            "content", "x" * limits.MAX_TURN_CHARS
+        )
+    ),
+    ["'q1'", "'haystack_sessions[0][1].content'", "over the limit of 200,000 per turn"],
+)
+BAD_INPUTS["session_too_many_turns"] = (
+    _mutate(
+        lambda r: r[0]["haystack_sessions"].__setitem__(
+            1, [{"role": "user", "content": "t"}] * (limits.MAX_SESSION_TURNS + 1)
+        )
+    ),
+    ["'q1'", "'haystack_sessions[1]'", "2,001 turns, over the limit of 2,000 per session"],
+)
+BAD_INPUTS["session_text_too_long"] = (
+    _mutate(
+        lambda r: r[0]["haystack_sessions"].__setitem__(
+            1, [{"role": "user", "content": "y" * 190_000}] * 5
+        )
+    ),
+    ["'q1'", "'haystack_sessions[1]'", "characters of text, over the limit of 800,000"],
+)
+# Issue 28, finding 7: NaN and Infinity are not answers (json.dumps writes them bare).
+BAD_INPUTS["nan_answer"] = (
+    _mutate(lambda r: r[1].__setitem__("answer", float("nan"))),
+    ["record #1", "NaN is not a JSON value"],
+)
+BAD_INPUTS["infinity_answer"] = (
+    _mutate(lambda r: r[0].__setitem__("answer", float("-inf"))),
+    ["record #0", "-Infinity is not a JSON value"],
+)
 # Make q2 reuse q1's distractor id with different content.
 BAD_INPUTS["conflicting_duplicate_session"] = (
     _mutate(
@@ -118,6 +153,17 @@ def test_bad_record_clear_error_and_nothing_written(case, out_exists, tmp_path, 
         ('{"question_id": "q1"}', "JSON array"),
         ("", "empty"),
         ("[] trailing", "after the closing"),
+        # Issue 28, finding 7: each was a traceback (RecursionError) or accepted.
+        (
+            '[{"question_id": "q1", "x": ' + "[" * 100_000 + "]" * 100_000 + "}]",
+            "record #0: nested deeper than 32 levels",
+        ),
+        (
+            '[{"question_id": "q1", "x": ' + "[" * 40 + "]" * 40 + "}]",
+            "record #0: nested deeper than 32 levels at x",
+        ),
+        ('[{"question_id": "q1", "answer": 1e400}]', "record #0: the number 1e400 overflows"),
+        ('[{"question_id": "q\\ud800"}]', "record #0: question_id holds a lone surrogate"),
     ],
 )
 def test_bad_json(text, expected, tmp_path, capsys):
