@@ -100,6 +100,29 @@ def _failure_text(exc: BaseException) -> str:
     return " ".join(str(text or type(exc).__name__).split())
 
 
+def check_runs_dir(run: RunConfig) -> None:
+    """The runs directory (or the nearest directory that exists on its way, where it will be
+    created) takes a file: a read-only one was found only by scored_run, after the graph
+    was rebuilt. Tried for real: the mode bits do not bind root, nor tell a read-only mount."""
+    runs_dir = run.paths.runs_dir(run.scoring)
+    option = "--runs-dir" if run.scoring.runs_dir else "the runs directory"
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise PreflightError(f"{option} {runs_dir} exists and is not a directory")
+    existing = next((p for p in (runs_dir, *runs_dir.parents) if p.exists()), None)
+    try:
+        if existing is None or not existing.is_dir():
+            raise NotADirectoryError(f"{existing} is not a directory")
+        fd, probe = tempfile.mkstemp(prefix=".eval-write-check-", dir=existing)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        where = "" if existing == runs_dir else f" (it would be created in {existing})"
+        raise PreflightError(
+            f"{option}: cannot write there{where}: {exc.strerror or exc}; choose a writable "
+            "directory"
+        ) from None
+
+
 def check_judge_panel(specs: list[str], verdict: str) -> None:
     """Each member of `--judge-panel` as `--judge` is checked (its provider's key in the
     environment, a local model's weights there), without calling a model."""
@@ -199,9 +222,7 @@ def preflight(run: RunConfig) -> None:
                 f"--judge {run.scoring.judge.model}: {_failure_text(exc)}"
             ) from None
         check_judge_panel(run.scoring.judge_panel, run.scoring.verdict)
-        runs_dir = run.scoring.runs_dir
-        if runs_dir and os.path.exists(runs_dir) and not os.path.isdir(runs_dir):
-            raise PreflightError(f"--runs-dir {runs_dir} exists and is not a directory")
+        check_runs_dir(run)
     finally:
         for layer in layers:
             if layer is not None:

@@ -238,3 +238,18 @@ def test_an_int_is_still_a_float_under_strict_types(tmp_path):
     cfg.write_text("wait-for-graph: 5\njudge-timeout: 30\n", encoding="utf-8")
     run = parse("--config", str(cfg))
     assert run.graph.wait_s == 5.0 and run.scoring.judge.timeout_s == 30.0
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--label", "x" * 300], "option --label: String should have at most 64 characters"),
+        (["--label", "a\nb"], "option --label: must not hold a newline"),
+        (["--runs-dir", "/tmp/runs\n/etc"], "option --runs-dir: must not hold a newline"),
+    ],
+)
+def test_a_label_or_runs_dir_that_would_break_the_bundle_path_is_refused(argv, says):
+    """Issue 28, finding 9: a 300-character label failed with ENAMETOOLONG after the graph
+    was rebuilt; a newline in --runs-dir broke "the bundle path is the last line"."""
+    with pytest.raises(UsageError, match=says):
+        parse(*argv)

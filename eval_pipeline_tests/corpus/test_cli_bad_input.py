@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -210,3 +211,33 @@ def test_console_script_end_to_end(tmp_path):
     assert res.returncode == 2
     assert res.stderr.strip() == "eval-pipeline: error: record 'x', field 'question_type': missing"
     assert not (tmp_path / "p").exists()
+
+
+# --- `corpus --out` never replaces files it did not write (issue 28, finding 9) ---------------
+
+
+def test_corpus_out_keeps_a_users_goldens_unless_forced(tmp_path, capsys):
+    up = write_upstream(tmp_path / "up.json", _good())
+    out = tmp_path / "out"
+    out.mkdir()
+    mine = out / "goldens.jsonl"
+    mine.write_text('{"mine": true}\n')
+    assert main(["corpus", "--upstream", str(up), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "field '--out'" in err and "--force" in err
+    assert mine.read_text() == '{"mine": true}\n' and sorted(os.listdir(out)) == ["goldens.jsonl"]
+
+    assert main(["corpus", "--upstream", str(up), "--out", str(out), "--force"]) == 0
+    assert "mine" not in mine.read_text()
+
+
+def test_corpus_out_replaces_its_own_output_but_not_once_edited(tmp_path, capsys):
+    up = write_upstream(tmp_path / "up.json", _good())
+    out = tmp_path / "out"
+    assert main(["corpus", "--upstream", str(up), "--out", str(out)]) == 0
+    assert main(["corpus", "--upstream", str(up), "--out", str(out), "--seed", "3"]) == 0
+    fixtures = out / "fixtures.jsonl"
+    fixtures.write_text(fixtures.read_text() + "\n")  # a hand edit: no longer what we wrote
+    capsys.readouterr()
+    assert main(["corpus", "--upstream", str(up), "--out", str(out)]) == 2
+    assert "did not write (or that changed since)" in capsys.readouterr().err
