@@ -22,7 +22,7 @@ from eval_pipeline.corpus.batches import MAX_BATCHES
 from eval_pipeline.corpus.canaries import load_canaries
 from eval_pipeline.corpus.errata import check_errata_option
 from eval_pipeline.corpus.errors import CorpusError
-from eval_pipeline.corpus.sample_check import check_sample_floor
+from eval_pipeline.corpus.sample_check import check_sample_floor, check_unpinned_records
 from eval_pipeline.corpus.upstream import check_resolvable
 from eval_pipeline.graph.store import BATCH_PLACEHOLDER
 from eval_pipeline.llm import LLMConfigError, LLMError, LLMSettings
@@ -161,6 +161,10 @@ def preflight(run: RunConfig) -> None:
         check_sample_floor(corpus.upstream_spec(), corpus.sample_spec())
     except CorpusError as exc:
         raise PreflightError(str(exc)) from None
+    try:  # ...and a bad record (too large, NaN, a lone surrogate) of a file nobody pinned
+        check_unpinned_records(corpus.upstream_spec())
+    except CorpusError as exc:
+        raise PreflightError(f"--upstream {corpus.upstream}: {exc}") from None
     try:
         check_errata_option(corpus.errata_file)
     except CorpusError as exc:

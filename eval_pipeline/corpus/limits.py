@@ -3,11 +3,14 @@
 A session becomes one row of one Bolt message at injection (`graph/inject.py`), and a row over
 `graph.batched_writes.MAX_ROW_BYTES` is refused there — after the wipe, when only the write
 finds it. These limits refuse such input where it is read (the corpus validation,
-`longmemeval.parse_record`, and the fixtures' validation pass before the wipe), naming the
-record and the field. They sit far above LongMemEval (about 10 turns of ~1,000 characters per
-session; its longest turns are a few tens of thousands of characters) and low enough that the
+`longmemeval.parse_record`, which preflight runs over a local file no pin identifies, and the
+fixtures' validation pass before the wipe), naming the record and the field.
+
+They sit far above LongMemEval (about 10 turns of ~1,000 characters per session; the two real
+records in ../shared/data hold at most 3,208 characters in a turn, 12 turns and 17,565
+characters in a session; the full S file could not be measured here) and low enough that the
 largest session they allow still fits one row: every character JSON-escaped to 12 bytes (a
-non-BMP character as two `\\uXXXX`), plus each turn's fixed fields (`SESSION_ROW_OVERHEAD`),
+non-BMP character as two `\\uXXXX`), plus each turn's fixed fields (`TURN_ROW_OVERHEAD`),
 stays under the row limit (`eval_pipeline_tests/corpus/test_limits.py` holds that).
 """
 
