@@ -34,9 +34,9 @@ from eval_pipeline.corpus.sampling import SampleSpec
 from eval_pipeline.corpus.upstream import UpstreamSpec, file_sha256, resolve_upstream
 from eval_pipeline.graph import server
 from eval_pipeline.graph.inject import inject_fixtures, read_graph_fingerprint
+from eval_pipeline.graph.state import graph_state
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.retrieve.fulltext import FulltextRetriever
-from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.protocol import RetrievalEnv
 from eval_pipeline.retrieve.reader import ExtractiveReader
 from eval_pipeline.retrieve.runner import QuestionInput, RetrievalRunner, questions_from_goldens

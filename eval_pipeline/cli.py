@@ -41,10 +41,11 @@ CORPUS_FLAGS = (
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
-    from eval_pipeline.corpus.convert import build_corpus
+    from eval_pipeline.corpus.convert import build_corpus, check_out_dir
     from eval_pipeline.corpus.upstream import resolve_upstream
 
     corpus = run_config_from_args(args)[0].corpus
+    check_out_dir(Path(args.out), force=args.force)  # before reading a byte of the upstream
     # sha256 is checked in the same streaming pass that converts the file.
     upstream = resolve_upstream(corpus.upstream_spec(), verify=False)
     manifest = build_corpus(upstream, Path(args.out), corpus.sample_spec())
@@ -162,6 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("corpus", help="build goldens.jsonl, fixtures.jsonl, manifest.json")
     add_run_options(p, only=CORPUS_FLAGS)
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace goldens/fixtures/manifest files in --out that this command did not write",
+    )
     p.add_argument("--json", action="store_true", help="one JSON document on stdout, nothing else")
     p.set_defaults(func=cmd_corpus)
 

@@ -16,6 +16,8 @@ and model keys are read from the environment where they are used.
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 from typing import Any, Literal
 
 import dagster as dg
@@ -31,6 +33,13 @@ from eval_pipeline.llm.names import STRUCTURED_OUTPUT_MODES
 from eval_pipeline.retrieve.arms import parse_arms
 from eval_pipeline.score.panel import parse_panel, split_specs
 from eval_pipeline.score.verdicts import DEFAULT_METHOD, method
+from eval_pipeline.settings import state_dir as default_state_dir
+
+# A run directory is named <stamp>-<label>-<6 hex>[-repeatN]: 64 characters keep it far from
+# the file system's 255-byte name limit (a 300-character label failed with ENAMETOOLONG only
+# when the bundle was written, after the graph was rebuilt).
+MAX_LABEL_CHARS = 64
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 Tier = Literal["1", "2", "all"]
 Scope = Literal["question", "batch"]
@@ -38,9 +47,11 @@ Backend = Literal["arcadedb", "memgraph"]
 
 
 class Section(dg.Config):
-    """A part of the run configuration: an unknown key is refused, never ignored."""
+    """A part of the run configuration: an unknown key is refused, never ignored, and a value
+    of another type is refused, never coerced (`sample: true` is not 1, `top_k: 5.0` not 5,
+    `canaries: "no"` not False); an int is still a float."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def cli(flag: str, metavar: str | None = None, aliases: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -383,9 +394,18 @@ class ScoringConfig(Section):
     )
     label: str | None = Field(
         default=None,
+        max_length=MAX_LABEL_CHARS,
         description="a label in the run directory name",
         json_schema_extra=cli("--label", "L"),
     )
+
+    @field_validator("runs_dir", "label")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        # "The bundle path is stdout's last line": a newline in it would make that a lie.
+        if value is not None and _CONTROL.search(value):
+            raise ValueError("must not hold a newline or another control character")
+        return value
 
     @field_validator("verdict")
     @classmethod
@@ -481,6 +501,15 @@ class PathsConfig(Section):
         "stages it finished are kept, retrieved questions are not retrieved again",
         json_schema_extra=cli("--resume", "RUN"),
     )
+
+    def root(self) -> Path:
+        """The state directory: this option, else EVAL_PIPELINE_HOME, else the default."""
+        if self.state_dir:
+            return Path(self.state_dir).expanduser().resolve()
+        return default_state_dir()
+
+    def runs_dir(self, scoring: ScoringConfig) -> Path:
+        return Path(scoring.runs_dir).expanduser() if scoring.runs_dir else self.root() / "runs"
 
 
 # Section name → its config class: the resource keys of the Dagster layer, in chain order.

@@ -24,7 +24,7 @@ from eval_pipeline.corpus.batches import MAX_BATCHES
 from eval_pipeline.corpus.canaries import load_canaries
 from eval_pipeline.corpus.errata import check_errata_option
 from eval_pipeline.corpus.errors import CorpusError
-from eval_pipeline.corpus.sample_check import check_sample_floor
+from eval_pipeline.corpus.sample_check import check_sample_floor, check_unpinned_records
 from eval_pipeline.corpus.upstream import check_resolvable
 from eval_pipeline.graph.store import BATCH_PLACEHOLDER
 from eval_pipeline.llm import LLMConfigError, LLMError, LLMSettings
@@ -111,6 +111,29 @@ def _failure_text(exc: BaseException) -> str:
     return " ".join(str(text or type(exc).__name__).split())
 
 
+def check_runs_dir(run: RunConfig) -> None:
+    """The runs directory (or the nearest directory that exists on its way, where it will be
+    created) takes a file: a read-only one was found only by scored_run, after the graph
+    was rebuilt. Tried for real: the mode bits do not bind root, nor tell a read-only mount."""
+    runs_dir = run.paths.runs_dir(run.scoring)
+    option = "--runs-dir" if run.scoring.runs_dir else "the runs directory"
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise PreflightError(f"{option} {runs_dir} exists and is not a directory")
+    existing = next((p for p in (runs_dir, *runs_dir.parents) if p.exists()), None)
+    try:
+        if existing is None or not existing.is_dir():
+            raise NotADirectoryError(f"{existing} is not a directory")
+        fd, probe = tempfile.mkstemp(prefix=".eval-write-check-", dir=existing)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        where = "" if existing == runs_dir else f" (it would be created in {existing})"
+        raise PreflightError(
+            f"{option}: cannot write there{where}: {exc.strerror or exc}; choose a writable "
+            "directory"
+        ) from None
+
+
 def check_judge_panel(specs: list[str], verdict: str) -> None:
     """Each member of `--judge-panel` as `--judge` is checked (its provider's key in the
     environment, a local model's weights there), without calling a model."""
@@ -193,6 +216,10 @@ def preflight(run: RunConfig) -> None:
         check_sample_floor(corpus.upstream_spec(), corpus.sample_spec())
     except CorpusError as exc:
         raise PreflightError(str(exc)) from None
+    try:  # ...and a bad record (too large, NaN, a lone surrogate) of a file nobody pinned
+        check_unpinned_records(corpus.upstream_spec())
+    except CorpusError as exc:
+        raise PreflightError(f"--upstream {corpus.upstream}: {exc}") from None
     try:
         check_errata_option(corpus.errata_file)
     except CorpusError as exc:
@@ -251,9 +278,7 @@ def preflight(run: RunConfig) -> None:
                 f"--judge {run.scoring.judge.model}: {_failure_text(exc)}"
             ) from None
         check_judge_panel(run.scoring.judge_panel, run.scoring.verdict)
-        runs_dir = run.scoring.runs_dir
-        if runs_dir and os.path.exists(runs_dir) and not os.path.isdir(runs_dir):
-            raise PreflightError(f"--runs-dir {runs_dir} exists and is not a directory")
+        check_runs_dir(run)
     finally:
         for layer in layers:
             if layer is not None:

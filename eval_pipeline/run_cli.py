@@ -159,14 +159,25 @@ def _set(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
 def load_config_file(path: Path) -> dict[str, Any]:
     import yaml  # installed with dagster
 
+    from eval_pipeline.corpus import strict_input
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:  # one line naming the option, not a bare "[Errno 2]"
         raise UsageError(f"--config {path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"--config {path}: not UTF-8 text (byte {exc.start}: {exc.reason})"
+        ) from None
     try:
-        data = yaml.safe_load(text)
+        # Strict: no aliases (an alias bomb), no key given twice, bounded nesting.
+        data = strict_input.load_yaml(text)
     except yaml.YAMLError as exc:
-        raise UsageError(f"--config {path}: not valid YAML/JSON ({exc})") from None
+        raise UsageError(
+            f"--config {path}: not valid YAML/JSON ({strict_input.yaml_error_text(exc)})"
+        ) from None
+    except strict_input.StrictInputError as exc:
+        raise UsageError(f"--config {path}: {exc}") from None
     if not isinstance(data, dict):
         raise UsageError(f"--config {path}: expected a mapping of option names to values")
     return data
@@ -181,12 +192,25 @@ def config_tree(data: dict[str, Any], path: Path) -> tuple[dict[str, Any], bool]
     }
     tree: dict[str, Any] = {}
     verbose = False
+    spelled: dict[tuple[str, ...], str] = {}  # each option's path → the key that set it
+
+    def once(option: tuple[str, ...], raw: str) -> None:
+        # `top-k` and `top_k` (or a flag and its section's field) name one option: given
+        # twice, which one wins would be an accident of order.
+        if option in spelled:
+            raise UsageError(
+                f"--config {path}: {raw!r} and {spelled[option]!r} set the same option; keep one"
+            )
+        spelled[option] = raw
+
     for raw_key, value in data.items():
         key = str(raw_key).replace("-", "_")
         if key in SECTIONS and isinstance(value, dict):
             for name, inner in value.items():
+                once((key, str(name).replace("-", "_")), f"{raw_key}.{name}")
                 _set(tree, (key, str(name)), inner)
         elif key in flags:
+            once(flags[key], str(raw_key))
             _set(tree, flags[key], value)
         elif key == VERBOSE:
             verbose = bool(value)

@@ -195,3 +195,61 @@ def test_the_cli_reference_is_generated_from_the_run_configuration():
     assert text[start : text.index(DOCS_END) + len(DOCS_END)] == options_markdown()
     for flag in run_flags():
         assert f"`{flag}`" in text, flag
+
+
+# --- a config file read strictly (issue 28, finding 7) -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        # An alias is refused before it is expanded: a 456-byte alias bomb reached 3.3 GB.
+        ("base: &n 5\nsample: *n\n", "aliases (*name) are refused"),
+        ("sample: 5\nseed: 1\nsample: 6\n", "key 'sample' given twice"),
+        ("top-k: 5\ntop_k: 6\n", "'top_k' and 'top-k' set the same option"),
+        ("retrieval: {top-k: 5}\ntop_k: 6\n", "set the same option"),
+        ("retrieval: {options: " + "[" * 5_000 + "]" * 5_000 + "}\n", "nested deeper than 32"),
+        ("retrieval:\n  options: " + "{a: " * 40 + "1" + "}" * 40 + "\n", "nested deeper than 32"),
+        ("graph: {wait_s: .inf}\n", "graph.wait_s is inf (not a finite number)"),
+        # Strict types: a value of another type is refused, never coerced.
+        ("sample: true\n", "option --sample: Input should be a valid integer"),
+        ("sample: 10.0\n", "option --sample: Input should be a valid integer"),
+        ("sample: '10'\n", "option --sample: Input should be a valid integer"),
+        ("canaries: 'no'\n", "option --canaries: Input should be a valid boolean"),
+    ],
+)
+def test_a_config_file_is_read_strictly(tmp_path, text, says):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(text, encoding="utf-8")
+    with pytest.raises(UsageError) as err:
+        parse("--config", str(cfg))
+    assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_config_file_that_is_not_utf8_is_one_line(tmp_path):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_bytes(b"sample: 5\n# caf\xe9\n")
+    with pytest.raises(UsageError, match=r"--config .*run.yaml: not UTF-8 text \(byte 15"):
+        parse("--config", str(cfg))
+
+
+def test_an_int_is_still_a_float_under_strict_types(tmp_path):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("wait-for-graph: 5\njudge-timeout: 30\n", encoding="utf-8")
+    run = parse("--config", str(cfg))
+    assert run.graph.wait_s == 5.0 and run.scoring.judge.timeout_s == 30.0
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--label", "x" * 300], "option --label: String should have at most 64 characters"),
+        (["--label", "a\nb"], "option --label: must not hold a newline"),
+        (["--runs-dir", "/tmp/runs\n/etc"], "option --runs-dir: must not hold a newline"),
+    ],
+)
+def test_a_label_or_runs_dir_that_would_break_the_bundle_path_is_refused(argv, says):
+    """Issue 28, finding 9: a 300-character label failed with ENAMETOOLONG after the graph
+    was rebuilt; a newline in --runs-dir broke "the bundle path is the last line"."""
+    with pytest.raises(UsageError, match=says):
+        parse(*argv)

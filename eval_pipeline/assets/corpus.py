@@ -51,19 +51,16 @@ from eval_pipeline.corpus.upstream import (
     file_sha256,
     resolve_upstream,
 )
+from eval_pipeline.runs.markdown import md_row
 from eval_pipeline.score import protocol
 
 UPSTREAM_FILE = "upstream.json"
 
 
 def md_table(header: list[str], rows: list[list[object]]) -> dg.MetadataValue:
-    """A markdown table for asset metadata: one line per row, pipes escaped."""
-
-    def cell(value: object) -> str:
-        return " ".join(str(value).split()).replace("|", "\\|")
-
+    """A markdown table for asset metadata: one line per row, each cell escaped (`md_cell`)."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    lines += [md_row(row) for row in rows]
     return dg.MetadataValue.md("\n".join(lines))
 
 

@@ -8,7 +8,6 @@ step ends.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -30,15 +29,10 @@ from eval_pipeline.config import (
 )
 from eval_pipeline.corpus.batches import BatchKey
 from eval_pipeline.graph.store import GraphStore
-from eval_pipeline.settings import state_dir
 
 
 class PathsResource(PathsConfig, dg.ConfigurableResource):
-    def root(self) -> Path:
-        return Path(self.state_dir).expanduser().resolve() if self.state_dir else state_dir()
-
-    def runs_dir(self, scoring: ScoringConfig) -> Path:
-        return Path(scoring.runs_dir).expanduser() if scoring.runs_dir else self.root() / "runs"
+    pass  # root() and runs_dir() are PathsConfig's: preflight asks them too
 
 
 class CorpusResource(CorpusConfig, dg.ConfigurableResource):

@@ -50,6 +50,7 @@ from eval_pipeline.corpus.canaries import CANARIES_FILE
 from eval_pipeline.corpus.convert import FIXTURES_FILE, GOLDENS_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl, write_jsonl
 from eval_pipeline.graph.checks import graph_holds, read_graph_fingerprint
+from eval_pipeline.graph.state import graph_state
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMError
 from eval_pipeline.progress import Progress
@@ -61,7 +62,6 @@ from eval_pipeline.reconcile.protocol import ReconcileError
 from eval_pipeline.reconcile.reader import memory_census
 from eval_pipeline.retrieve.arms import ARMS_FILE, write_arms
 from eval_pipeline.retrieve.evidence_trace import TRACE_FILE, evidence_traces
-from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.journal import Journal, journal_path, measured, merged
 from eval_pipeline.retrieve.protocol import RetrievalEnv, RetrieverLoadError
 from eval_pipeline.retrieve.provenance import ProvenanceResolver

@@ -52,6 +52,7 @@ from eval_pipeline.retrieve.results import QuestionRetrieval
 from eval_pipeline.runs.bundle import write_bundle
 from eval_pipeline.runs.calibrate import floor_key
 from eval_pipeline.runs.load import load_run
+from eval_pipeline.runs.markdown import md_row
 from eval_pipeline.runs.report import write_run_report
 from eval_pipeline.runs.series_label import series_label
 from eval_pipeline.score import panel, protocol
@@ -203,10 +204,8 @@ def questions_markdown(rows: list[dict]) -> str:
             else r.get("weakest_link") or ("abstention" if r["abstention"] else "")
         )
         stage = r.get("failure_stage") or ""
-        out.append(
-            f"| {r['question_id']} | {r['tier']} | {r['question_type']} | {covered} | {stage} "
-            f"| {why} |"
-        )
+        # The id and type come from the input file: escaped, so they cannot forge cells.
+        out.append(md_row([r["question_id"], r["tier"], r["question_type"], covered, stage, why]))
     if len(rows) > MAX_QUESTION_ROWS:
         out.append(f"| … {len(rows) - MAX_QUESTION_ROWS} more in results.jsonl | | | | | |")
     return "\n".join(out)

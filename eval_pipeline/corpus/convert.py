@@ -516,6 +516,33 @@ def build_fixtures(plan: CorpusPlan, path: Path, *, spill_dir: Path) -> dict[str
     return writer.finish(path)
 
 
+def check_out_dir(out_dir: Path, *, force: bool = False) -> None:
+    """Refuse to replace files in `out_dir` that this command did not write: a goldens,
+    fixtures or manifest file there is replaced only when the manifest beside it is ours and
+    names each file's sha256 as it is now (a user's own goldens.jsonl, or ours edited since,
+    stays), or with `force`."""
+    present = [
+        name for name in (GOLDENS_FILE, FIXTURES_FILE, MANIFEST_FILE) if (out_dir / name).exists()
+    ]
+    if force or not present:
+        return
+    try:
+        recorded = json.loads((out_dir / MANIFEST_FILE).read_text(encoding="utf-8"))["files"]
+        ok = all(
+            _sha256_file(out_dir / name) == recorded.get(name)
+            for name in present
+            if name != MANIFEST_FILE
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        ok = False
+    if not ok:
+        raise CorpusError(
+            f"{out_dir} already holds {', '.join(present)} that this command did not write (or "
+            "that changed since); choose another --out, or pass --force to replace them",
+            field="--out",
+        )
+
+
 def build_corpus(upstream: ResolvedUpstream, out_dir: Path, spec: SampleSpec) -> dict:
     """Write goldens.jsonl, fixtures.jsonl and manifest.json into `out_dir`, all or nothing."""
     out_dir = Path(out_dir)

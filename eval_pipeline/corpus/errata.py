@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from eval_pipeline.corpus import strict_input
 from eval_pipeline.corpus.errors import CorpusError
 from eval_pipeline.corpus.longmemeval import ABSTENTION_SUFFIX, parse_upstream_date
 from eval_pipeline.settings import BUNDLED_CORPUS_DIR
@@ -355,9 +356,11 @@ def load_errata(path: str | Path) -> Errata:
     except OSError as exc:
         raise CorpusError(f"errata file {path}: cannot read it ({exc.strerror})") from None
     try:
-        raw = json.loads(data)
+        raw = strict_input.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CorpusError(f"errata file {path}: not JSON ({exc})") from None
+    except strict_input.StrictInputError as exc:
+        raise CorpusError(f"errata file {path}: {exc}") from None
     try:
         doc = ErrataFile.model_validate(raw)
     except ValidationError as exc:

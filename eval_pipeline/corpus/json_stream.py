@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from eval_pipeline.corpus import strict_input
 from eval_pipeline.corpus.errors import CorpusError
 
 CHUNK_BYTES = 8 * 1024 * 1024
 _WS = " \t\n\r"
-_decoder = json.JSONDecoder()
 
 
 class _Reader:
@@ -95,7 +95,8 @@ def iter_json_array(
                 break
             while True:
                 try:
-                    value, end = _decoder.raw_decode(r.buf, r.pos)
+                    # Strict: no NaN/Infinity, no lone surrogate, bounded nesting.
+                    value, end = strict_input.raw_decode(r.buf, r.pos)
                     # A number or literal cut by the chunk boundary decodes "successfully".
                     if end >= len(r.buf) and not r.eof:
                         raise json.JSONDecodeError("value reaches end of buffer", r.buf, end)
@@ -108,6 +109,10 @@ def iter_json_array(
                         f"invalid JSON: {exc.msg} (at character {exc.pos - r.pos} of the record)",
                         record=index,
                     ) from None
+                except strict_input.StrictInputError as exc:
+                    # Never the chunk's cut: a cut number only loses digits, a cut NaN,
+                    # Infinity or surrogate pair is a syntax error retried above.
+                    raise CorpusError(str(exc), record=index) from None
             r.pos = end
             yield index, value
             index += 1

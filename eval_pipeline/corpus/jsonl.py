@@ -11,6 +11,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from eval_pipeline.corpus import strict_input
+
 
 def dumps_line(obj: Any) -> str:
     """One JSONL line: stable, UTF-8 text kept readable, no trailing newline."""
@@ -32,9 +34,12 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
         for lineno, line in enumerate(fh, 1):
             if line.strip():
                 try:
-                    yield json.loads(line)
+                    value = strict_input.loads(line)
                 except json.JSONDecodeError as exc:
                     raise ValueError(f"{path}: line {lineno}: invalid JSON ({exc.msg})") from None
+                except strict_input.StrictInputError as exc:
+                    raise ValueError(f"{path}: line {lineno}: {exc}") from None
+                yield value
 
 
 def write_json(path: Path, obj: Any) -> None:

@@ -53,6 +53,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from eval_pipeline.corpus import strict_input
 from eval_pipeline.settings import REPO_DIR
 
 JUDGE_CORPUS_DIR = REPO_DIR / "corpus" / "judge"
@@ -460,9 +461,12 @@ def _read(
         if not line.strip():
             continue
         try:
-            raw = json.loads(line)
+            raw = strict_input.loads(line)
         except json.JSONDecodeError as exc:
             issues.append(LabelIssue(shown, lineno, None, None, f"invalid JSON ({exc.msg})"))
+            continue
+        except strict_input.StrictInputError as exc:
+            issues.append(LabelIssue(shown, lineno, None, None, str(exc)))
             continue
         if not isinstance(raw, Mapping):
             issues.append(LabelIssue(shown, lineno, None, None, "a line must be a JSON object"))

@@ -6,11 +6,13 @@ full file, and each failure must name the record and the exact field path.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from eval_pipeline.corpus import limits
 from eval_pipeline.corpus.errors import CorpusError
 from eval_pipeline.corpus.models import SESSION_ID_PATTERN, turn_id
 
@@ -113,6 +115,8 @@ def parse_record(index: int, raw: Any) -> UpstreamQuestion:
     # Upstream answers are strings, sometimes bare numbers: coerce those with str().
     if isinstance(answer, bool) or not isinstance(answer, str | int | float):
         raise fail("answer", f"expected a string or a number, got {_type_name(answer)}")
+    if isinstance(answer, float) and not math.isfinite(answer):
+        raise fail("answer", f"{answer} is not an answer (expected a string or a finite number)")
     try:
         parse_upstream_date(raw["question_date"])
     except ValueError as exc:
@@ -184,7 +188,11 @@ def parse_record(index: int, raw: Any) -> UpstreamQuestion:
             q.repeated_session_ids.append(sid)
             continue
         seen.add(sid)
+        too_big = limits.session_problem(len(turns), 0)
+        if too_big:
+            raise fail(f"haystack_sessions[{i}]", too_big)
         has_evidence = False
+        chars = 0
         for j, turn in enumerate(turns):
             where = f"haystack_sessions[{i}][{j}]"
             if not isinstance(turn, dict):
@@ -194,6 +202,10 @@ def parse_record(index: int, raw: Any) -> UpstreamQuestion:
                 raise fail(f"{where}.role", f"expected a non-empty string, got {_type_name(role)}")
             if not isinstance(content, str):
                 raise fail(f"{where}.content", f"expected a string, got {_type_name(content)}")
+            too_big = limits.text_problem(role, content)
+            if too_big:
+                raise fail(f"{where}.content", too_big)
+            chars += len(role) + len(content)
             flag = turn.get("has_answer", False)
             if not isinstance(flag, bool):
                 raise fail(f"{where}.has_answer", f"expected true/false, got {_type_name(flag)}")
@@ -202,6 +214,9 @@ def parse_record(index: int, raw: Any) -> UpstreamQuestion:
                 q.evidence_turn_ids.append(turn_id(sid, j))
                 q.evidence_turn_roles.append(role)
                 q.evidence_texts.append(content)
+        too_big = limits.session_problem(len(turns), chars)
+        if too_big:
+            raise fail(f"haystack_sessions[{i}]", too_big)
         q.sessions.append(
             HaystackSession(
                 session_id=sid,

@@ -6,6 +6,11 @@ Only an explicit floor can be refused (the default floor is 0 below the number o
 on disk already: the bundled sample, a local path, or a Hugging Face file in the cache (one
 not yet downloaded is left to the stage). The strata are counted on the whole file; errata in
 exclude mode can only lower what the floors need, so a sample this check passes is drawn.
+
+`check_unpinned_records` reads a local file no pin identifies record by record, as the corpus
+stage will (strictly, within the size limits): its bad record is then a preflight error, exit
+2, before anything is launched. A pinned file (the bundled sample, the pinned Hugging Face
+file) is left to the stage, which still refuses a bad record before any wipe.
 """
 
 from __future__ import annotations
@@ -36,6 +41,17 @@ def _on_disk(upstream: UpstreamSpec) -> Path | None:
     except Exception:  # noqa: BLE001 - an unreadable cache is the stage's to report
         return None
     return Path(cached) if isinstance(cached, str) else None
+
+
+def check_unpinned_records(upstream: UpstreamSpec) -> None:
+    """Raise the CorpusError of the first bad record of a local file no pin identifies."""
+    if upstream.source != "path":
+        return
+    resolved = resolve_upstream(upstream, verify=False)
+    if resolved.pinned:
+        return
+    for _ in iter_questions(resolved.path):
+        pass
 
 
 def check_sample_floor(upstream: UpstreamSpec, spec: SampleSpec) -> None:

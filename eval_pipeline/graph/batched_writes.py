@@ -19,6 +19,23 @@ from eval_pipeline.graph.errors import GraphPayloadError
 MAX_ROW_BYTES = 12 * 1024 * 1024
 
 
+def row_bytes(row: Mapping[str, Any]) -> int:
+    """A row's size as a batch counts it (JSON, an upper bound of its Bolt encoding)."""
+    return len(json.dumps(row))
+
+
+def row_problem(row: Mapping[str, Any]) -> str | None:
+    """Why `row` cannot be sent (over MAX_ROW_BYTES), or None: checked by `write_batches`, and
+    by a caller that must know before it changes anything (injection, before the wipe)."""
+    size = row_bytes(row)
+    if size > MAX_ROW_BYTES:
+        return (
+            f"one row is {size / 1e6:.1f} MB, over the {MAX_ROW_BYTES / 1e6:.0f} MB "
+            "a Bolt message may carry here; split it"
+        )
+    return None
+
+
 class BatchStats(BaseModel):
     batches: int = 0
     rows: int = 0
@@ -59,17 +76,14 @@ def write_batches(
         stats.bytes += size
 
     for row in rows:
-        row_bytes = len(json.dumps(row))
-        if row_bytes > MAX_ROW_BYTES:
-            raise GraphPayloadError(
-                f"one row is {row_bytes / 1e6:.1f} MB, over the {MAX_ROW_BYTES / 1e6:.0f} MB "
-                "a Bolt message may carry here; split it"
-            )
-        if batch and size + row_bytes > batch_bytes:
+        nbytes = row_bytes(row)
+        if nbytes > MAX_ROW_BYTES:
+            raise GraphPayloadError(row_problem(row) or "")
+        if batch and size + nbytes > batch_bytes:
             flush()
             batch, cost, size = [], 0, 0
         batch.append(row)
-        size += row_bytes
+        size += nbytes
         cost += row_cost(row) if row_cost else 1
         if cost >= batch_rows:
             flush()

@@ -26,9 +26,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from eval_pipeline.corpus import limits, strict_input
 from eval_pipeline.corpus.models import FixtureTurn, SessionFixture, turn_id
 from eval_pipeline.graph import schema
-from eval_pipeline.graph.batched_writes import BatchStats
+from eval_pipeline.graph.batched_writes import BatchStats, row_problem
 from eval_pipeline.graph.errors import FixtureError, InjectionMismatchError
 from eval_pipeline.graph.fingerprint import fixtures_fingerprint
 from eval_pipeline.graph.store import GraphStore
@@ -104,7 +105,11 @@ def _fixture_problem(d: Any) -> str | None:
     turns = d["turns"]
     if not isinstance(turns, list):
         return "turns must be a list"
+    too_big = limits.session_problem(len(turns), 0)
+    if too_big:
+        return f"session {sid!r}: {too_big}"
     seen: set[int] = set()
+    chars = 0
     for t in turns:
         if not isinstance(t, dict) or t.keys() != _TURN_FIELDS:
             return "every turn must have exactly role, content and index"
@@ -116,7 +121,12 @@ def _fixture_problem(d: Any) -> str | None:
         if idx in seen:
             return f"repeated turn index {idx}"
         seen.add(idx)
-    return None
+        too_big = limits.text_problem(t["role"], t["content"])
+        if too_big:
+            return f"turn {turn_id(sid, idx)}: {too_big}"
+        chars += len(t["role"]) + len(t["content"])
+    too_big = limits.session_problem(len(turns), chars)
+    return f"session {sid!r}: {too_big}" if too_big else None
 
 
 def read_fixtures(path: str | Path) -> list[dict[str, Any]]:
@@ -136,9 +146,11 @@ def iter_fixtures(path: str | Path) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                d = json.loads(line)
+                d = strict_input.loads(line)
             except json.JSONDecodeError as exc:
                 raise FixtureError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from None
+            except strict_input.StrictInputError as exc:  # a lone surrogate fails at the write
+                raise FixtureError(f"{path}:{lineno}: {exc}") from None
             problem = _fixture_problem(d)
             if problem is not None:
                 try:
@@ -182,9 +194,16 @@ def session_rows(path: str | Path) -> list[dict[str, Any]]:
     return list(iter_session_rows(path))
 
 
-def iter_session_rows(path: str | Path) -> Iterator[dict[str, Any]]:
-    """The graph rows of a fixtures file, one at a time (each validated when reached)."""
-    return (session_row(fx) for fx in iter_fixtures(path))
+def iter_session_rows(path: str | Path, *, check_size: bool = False) -> Iterator[dict[str, Any]]:
+    """The graph rows of a fixtures file, one at a time (each validated when reached). With
+    `check_size`, a row too large for one Bolt message is refused here (the validation pass
+    before the wipe), not by the write after it."""
+    for fx in iter_fixtures(path):
+        row = session_row(fx)
+        problem = row_problem(row) if check_size else None
+        if problem is not None:
+            raise FixtureError(f"{path}: session {row['session_id']!r}: {problem}")
+        yield row
 
 
 def expected_counts(rows: Iterable[dict[str, Any]]) -> GraphCounts:
@@ -324,7 +343,7 @@ def inject_fixtures(
         last = now
 
     # The whole file validated (and counted, and fingerprinted) before the graph is touched.
-    summary = summarize(iter_session_rows(fixtures_path))
+    summary = summarize(iter_session_rows(fixtures_path, check_size=True))
     expected, fingerprint = summary.counts, summary.fingerprint
     lap("read_fixtures")
 

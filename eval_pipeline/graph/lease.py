@@ -282,7 +282,7 @@ def hold_all(
         list(starting.map(lambda store: store.ensure_running(), stores))
     with contextlib.ExitStack() as stack:
         for store in stores:
-            store.claim()
+            store.claim(check_changes=True)  # someone else's edits refused before any stage
             stack.enter_context(
                 hold(
                     store,

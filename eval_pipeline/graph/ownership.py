@@ -10,17 +10,23 @@ through the store (Cypher, batches, transactions, and SQL over ArcadeDB's HTTP A
 store announces each one here (`note_write`, `heard_sql`), so a write phase is known when it
 begins — it lists itself in the claim node before its first write — and records, when the
 phase ends (`checkpoint()`, called by the store's `close()` and so at the end of every step),
-what the instance then holds. The wipe compares the instance with the last checkpoint: more
-records, types, indexes, constraints or triggers than that, with no write phase of ours open,
-were written by someone else, and it refuses with one line (unless `disposable`). A phase
-opening also compares, so that its checkpoint never absorbs what someone else wrote before it:
-that finding is kept in the claim for the next wipe.
+what the instance then holds: its inventory (counts and schema names) and a digest of its
+content (`state.py`: every node and relationship with its internal id, labels and properties;
+our lease and claim left out). The claim of a chain and the wipe compare the
+instance with the last checkpoint: more records, types, indexes, constraints or triggers than
+that, or the same counts with another digest (a property edited, records deleted and
+re-created), with no write phase of ours open, were written by someone else, and they refuse
+with one line (unless `disposable`): at the claim, before any stage runs, which the CLI
+reports as a refusal (exit 3). A phase opening also compares, so that its checkpoint never
+absorbs what someone else wrote before it: that finding is kept in the claim for the next
+wipe.
 
 Limits: writes of ours in a phase that never reached its checkpoint (a killed process) cannot
-be told apart from someone else's, so the next wipe goes ahead and logs it; a delete or a
-property change by someone else is not detected (counts only grow or stay), nor is a foreign
-write made while a write phase of ours is open. The lease's own writes (heartbeat) are ours
-and not a write phase: the lease node is left out of every inventory.
+be told apart from someone else's, so the next wipe goes ahead and logs it; nor can a foreign
+write made while a write phase of ours is open; a delete alone is not refused (a deleted
+record is not someone else's data to protect) unless the digest was recorded, and then it is.
+ArcadeDB document records are counted, not hashed. The lease's own writes (heartbeat) are ours
+and not a write phase: the lease node is left out of every inventory and digest.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from eval_pipeline.graph import lease, schema
 from eval_pipeline.graph.dialects.base import KEPT_LABELS, Dialect, Inventory
 from eval_pipeline.graph.dialects.store_protocol import DialectStore
 from eval_pipeline.graph.errors import ForeignDataError, GraphQueryError
+from eval_pipeline.graph.state import graph_state
 
 log = logging.getLogger(__name__)
 
@@ -118,9 +125,15 @@ class Ownership:
 
     # --- claim --------------------------------------------------------------------------
 
-    def claim(self) -> None:
-        """Mark the instance as the pipeline's own; refuse one that holds someone's data."""
-        if self.claim_record() is not None:
+    def claim(self, *, check_changes: bool = False) -> None:
+        """Mark the instance as the pipeline's own; refuse one that holds someone's data. With
+        `check_changes` (a chain taking its instances), refuse one of ours that someone else
+        changed since our last checkpoint too: before the first stage, not by the wipe inside
+        it (a full content digest: a chain asks once, not every step)."""
+        record = self.claim_record()
+        if record is not None:
+            if check_changes and not self._store.disposable:
+                self._refuse_foreign_writes(record, action="run on")
             return
         self._refuse_unclaimed("claim")
         self._write_claim()
@@ -146,12 +159,21 @@ class Ownership:
 
     def _write_claim(self) -> None:
         now = _now()
-        params = {"claimed_at": now, "checkpoint": self._inventory_json(), "checkpoint_at": now}
+        params = {"claimed_at": now, "checkpoint_at": now, **self._checkpoint_params()}
         self._bookkeeping(schema.WRITE_CLAIM, params)
         self.forget_phase()
 
     def _inventory_json(self) -> str:
         return self.inventory().model_dump_json()
+
+    def _content(self) -> str:
+        """Digest of every node and relationship, our lease and claim left out (the claim
+        records this very digest). Not the schema: our lease and claim types appear in it
+        when first written; the inventory names the schema objects someone else adds."""
+        return graph_state(self._store, skip=KEPT_LABELS, schema=lambda: None).content_fingerprint
+
+    def _checkpoint_params(self) -> dict[str, str]:
+        return {"checkpoint": self._inventory_json(), "content": self._content()}
 
     def _bookkeeping(self, query: str, params: Mapping[str, Any]) -> list[dict]:
         """A write to the claim node (ours, never a write phase), retried on a conflict with
@@ -186,11 +208,12 @@ class Ownership:
             writer = f"{socket.gethostname()} pid {os.getpid()} {secrets.token_hex(4)} {_now()}"
             params: dict[str, Any] = {"writer": writer, "foreign": None, "foreign_since": None}
             if not record.get("writers") and not record.get("foreign"):
-                # No phase of ours is open, so whatever grew since the checkpoint is someone
-                # else's: keep it for the next wipe rather than let our checkpoint absorb it.
-                added = self._added_since(record)
-                if added is not None and not added.is_empty():
-                    params["foreign"] = added.model_dump_json()
+                # No phase of ours is open, so whatever changed since the checkpoint is
+                # someone else's: keep it for the next wipe rather than let our checkpoint
+                # absorb it.
+                found = self._changed_since(record)
+                if found is not None:
+                    params["foreign"] = found.model_dump_json()
                     params["foreign_since"] = record.get("checkpoint_at")
             self._bookkeeping(schema.OPEN_WRITER, params)
             with _OPEN_LOCK:
@@ -209,7 +232,7 @@ class Ownership:
         writer = self._writer
         if writer is None:
             return
-        params = {"checkpoint": self._inventory_json(), "checkpoint_at": _now(), "writer": writer}
+        params = {**self._checkpoint_params(), "checkpoint_at": _now(), "writer": writer}
         self._bookkeeping(schema.RECORD_CHECKPOINT, params)
         self.forget_phase()
 
@@ -219,21 +242,34 @@ class Ownership:
             return None  # a claim from before checkpoints: nothing to compare with
         return self.inventory().added_since(Inventory.model_validate_json(raw))
 
+    def _changed_since(self, record: Mapping[str, Any]) -> Inventory | None:
+        """What changed since the checkpoint with no phase of ours open: what grew, else (the
+        counts as they were) a content digest unlike the recorded one; None when nothing."""
+        added = self._added_since(record)
+        if added is None:
+            return None
+        if not added.is_empty():
+            return added
+        recorded = record.get("content")
+        if recorded and self._content() != recorded:
+            return Inventory(content_changed=True)
+        return None
+
     # --- wipe ---------------------------------------------------------------------------
 
-    def _refuse_foreign_writes(self, record: Mapping[str, Any]) -> None:
+    def _refuse_foreign_writes(self, record: Mapping[str, Any], action: str = "wipe") -> None:
         kept = record.get("foreign")
         where = self._store.where
         if kept:
             found, since = Inventory.model_validate_json(kept), record.get("foreign_since")
         else:
-            added = self._added_since(record)
-            if added is None or added.is_empty():
-                return
             writers = list(record.get("writers") or [])
             if writers or self._writer is not None:
                 # A write phase of ours is open (this one, one in this process, or one that
-                # never reached its checkpoint): what grew cannot be told apart from ours.
+                # never reached its checkpoint): what changed cannot be told apart from ours.
+                added = self._added_since(record)
+                if added is None or added.is_empty():
+                    return
                 with _OPEN_LOCK:
                     elsewhere = [w for w in writers if w not in _OPEN_HERE]
                 if elsewhere:  # not ours to vouch for from here: say so
@@ -244,13 +280,22 @@ class Ownership:
                     )
                     log.warning("wiping %s: %s", where, self._wipe_note)
                 return
-            found, since = added, record.get("checkpoint_at")
-        verb = "was" if found.items() == 1 else "were"
+            changed = self._changed_since(record)
+            if changed is None or self._phase_began(record):
+                return
+            found, since = changed, record.get("checkpoint_at")
+        verb = "was" if found.items() == 1 and not found.content_changed else "were"
         raise ForeignDataError(
-            f"refusing to wipe {where}: {found.describe()} {verb} written here by someone "
+            f"refusing to {action} {where}: {found.describe()} {verb} written here by someone "
             f"else since {since} (the end of the pipeline's last write); point --graph-uri at "
             "a dedicated instance, or mark this one disposable if it may be erased"
         )
+
+    def _phase_began(self, record: Mapping[str, Any]) -> bool:
+        """Whether a write phase of ours began (or ended) while we compared: another chain of
+        ours writing is not someone else (its lease refuses us, with its own message)."""
+        now = self.claim_record() or {}
+        return bool(now.get("writers")) or now.get("checkpoint_at") != record.get("checkpoint_at")
 
     def wipe(self) -> None:
         """Remove every node, relationship, type, index, constraint and trigger (ours or a
@@ -274,8 +319,7 @@ class Ownership:
             return
         with _OPEN_LOCK:  # other phases of ours under way in this process stay listed
             still_open = [w for w in record.get("writers") or [] if w in _OPEN_HERE]
-        now = _now()
-        params = {"checkpoint": self._inventory_json(), "checkpoint_at": now}
+        params = {**self._checkpoint_params(), "checkpoint_at": _now()}
         rows = self._bookkeeping(schema.RESET_CLAIM, {**params, "writers": still_open})
         if not rows or not rows[0]["claims"]:
             self._write_claim()

@@ -16,18 +16,20 @@ we never write maps):
     (:Question {question_id})
         one node per question whose haystack is in the batch: scoping only, no question
         text, answer or evidence
-    (:EvalPipelineClaim       {owner, claimed_at, schema_version, checkpoint, checkpoint_at,
-                               writers, foreign, foreign_since, wiped_at})
+    (:EvalPipelineClaim       {owner, claimed_at, schema_version, checkpoint, content,
+                               checkpoint_at, writers, foreign, foreign_since, wiped_at})
         marks the instance as the pipeline's own: the wipe refuses to run without it (on
         an instance that is not empty). `checkpoint` is what the instance held (JSON of the
         store's inventory: records by label and type, types, indexes, constraints, triggers;
         our lease and claim left out) when a write phase of ours last ended, at
-        `checkpoint_at`; `writers` lists the write phases of ours under way (written before
-        their first write, removed at their checkpoint). The wipe refuses when the instance
-        holds more than the checkpoint and no write phase of ours is open: someone else
-        wrote. A phase that opens and finds such growth keeps it in `foreign` (JSON, what
-        grew) since `foreign_since`, so that its own checkpoint does not absorb it. The wipe
-        keeps the claim node (and its type) and resets these fields
+        `checkpoint_at`, and `content` the digest of every node and relationship it held
+        then (`state.py`; our lease and claim left out); `writers` lists the write phases of
+        ours under way (written before their first write, removed at their checkpoint). A
+        chain's claim and the wipe refuse when the instance holds more than the checkpoint,
+        or other content, and no write phase of ours is open: someone else wrote. A phase
+        that opens and finds such a change keeps it in `foreign` (JSON, what changed) since
+        `foreign_since`, so that its own checkpoint does not absorb it. The wipe keeps the
+        claim node (and its type) and resets these fields
     (:EvalPipelineFingerprint {fingerprint, schema_version, sessions, turns, questions,
                                injected_at, source})
         written last, after the counts were verified: its presence means "injection
@@ -202,14 +204,14 @@ RETURN f.fingerprint AS fingerprint, f.schema_version AS schema_version,
 WRITE_CLAIM = f"""
 CREATE (:{CLAIM} {{owner: '{CLAIM_OWNER}', claimed_at: $claimed_at,
                    schema_version: {SCHEMA_VERSION}, checkpoint: $checkpoint,
-                   checkpoint_at: $checkpoint_at, writers: []}})
+                   content: $content, checkpoint_at: $checkpoint_at, writers: []}})
 """
 
 READ_CLAIM = f"""
 MATCH (c:{CLAIM})
 RETURN c.owner AS owner, c.claimed_at AS claimed_at, c.checkpoint AS checkpoint,
-       c.checkpoint_at AS checkpoint_at, c.writers AS writers, c.foreign AS foreign,
-       c.foreign_since AS foreign_since
+       c.content AS content, c.checkpoint_at AS checkpoint_at, c.writers AS writers,
+       c.foreign AS foreign, c.foreign_since AS foreign_since
 LIMIT 1
 """
 
@@ -227,7 +229,7 @@ RETURN count(c) AS claims
 # A write phase of ours ends: what the instance now holds is ours.
 RECORD_CHECKPOINT = f"""
 MATCH (c:{CLAIM})
-SET c.checkpoint = $checkpoint, c.checkpoint_at = $checkpoint_at,
+SET c.checkpoint = $checkpoint, c.content = $content, c.checkpoint_at = $checkpoint_at,
     c.writers = [w IN coalesce(c.writers, []) WHERE w <> $writer]
 RETURN count(c) AS claims
 """
@@ -235,7 +237,8 @@ RETURN count(c) AS claims
 # After a wipe: the checkpoint is the wiped instance; only the listed writers stay open.
 RESET_CLAIM = f"""
 MATCH (c:{CLAIM})
-SET c.checkpoint = $checkpoint, c.checkpoint_at = $checkpoint_at, c.writers = $writers,
+SET c.checkpoint = $checkpoint, c.content = $content, c.checkpoint_at = $checkpoint_at,
+    c.writers = $writers,
     c.wiped_at = $checkpoint_at, c.schema_version = {SCHEMA_VERSION}, c.foreign = null,
     c.foreign_since = null
 RETURN count(c) AS claims

@@ -187,9 +187,10 @@ class GraphStore(StoreConfig):
         """Why the last wipe went ahead over changes it could not attribute, if it did."""
         return self._ownership.wipe_note
 
-    def claim(self) -> None:
-        """Mark the instance as the pipeline's own; refuse one that holds someone's data."""
-        self._ownership.claim()
+    def claim(self, *, check_changes: bool = False) -> None:
+        """Mark the instance as the pipeline's own; refuse one that holds someone's data (and,
+        with `check_changes`, one someone else changed since our last write: `Ownership`)."""
+        self._ownership.claim(check_changes=check_changes)
 
     def checkpoint(self) -> None:
         """End this store's write phase: what the instance holds now is ours."""

@@ -177,8 +177,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return bad(str(exc))
     try:
-        base = load_run(resolve_run(args.base, runs_dir))
-        candidate = load_run(resolve_run(args.candidate, runs_dir))
+        base_dir = resolve_run(args.base, runs_dir)
+        candidate_dir = resolve_run(args.candidate, runs_dir)
+    except BundleError as exc:
+        return bad(str(exc), fail_on)
+    if base_dir.samefile(candidate_dir):
+        # A run against itself: every delta 0 and an exit 0 that says nothing.
+        return bad(
+            f"BASE and CANDIDATE are the same run ({base_dir.name}): nothing to compare; "
+            "name two runs",
+            fail_on,
+        )
+    try:
+        base = load_run(base_dir)
+        candidate = load_run(candidate_dir)
         statuses = (run_status(base), run_status(candidate))
         if args.noise_floor:
             comparison = compare(base, candidate, args.noise_floor)

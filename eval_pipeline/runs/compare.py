@@ -75,6 +75,7 @@ from eval_pipeline.runs.calibrate import (
     load_noise_floor,
 )
 from eval_pipeline.runs.load import ResultRow, RunBundle, load_run
+from eval_pipeline.runs.markdown import md_cell
 from eval_pipeline.runs.pins import (
     CHANGE_PINS,
     COMPARABILITY_PINS,
@@ -958,9 +959,9 @@ def comparison_markdown(c: Comparison) -> str:
     for d in [*c.tiers, *c.by_type, *c.abstention]:
         floor = d.floor_text
         label = d.label + (" (abstention)" if d.kind == "abstention" else "")
-        out.append(
-            f"| {label} | {_pct(d.base_rate)} | {_pct(d.candidate_rate)} | {_pp(d.delta_pp)} "
-            f"| {d.p_value:.3g} | {floor} | {d.classification} |"
+        out.append(  # a type label comes from the input (tier 2): escaped
+            f"| {md_cell(label)} | {_pct(d.base_rate)} | {_pct(d.candidate_rate)} "
+            f"| {_pp(d.delta_pp)} | {d.p_value:.3g} | {floor} | {d.classification} |"
         )
     if c.judge_panel is not None:
         out += ["", "```", *panel_lines(c), "```"]

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from eval_pipeline.corpus.strict_input import StrictYamlLoader
 from eval_pipeline.settings import REPO_DIR
 from eval_pipeline.tier2.expectations import ingestion_issues
 from eval_pipeline.tier2.schema import (
@@ -48,26 +49,6 @@ MIN_ADVERSARIAL = 3
 M = TypeVar("M", bound=BaseModel)
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last one
-    silently, which would hide an author's mistake)."""
-
-
-def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} given twice", key_node.start_mark
-            )
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
-
-
 def _rel(path: Path, root: Path) -> str:
     """Paths in messages and source_file: relative to the repo when inside it."""
     for base in (REPO_DIR, root):
@@ -79,7 +60,8 @@ def _rel(path: Path, root: Path) -> str:
 def _read_yaml(path: Path, root: Path, key: str | None) -> tuple[Any, list[Issue]]:
     name = _rel(path, root)
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader)
+        # The one strict reader: no key twice, no alias, bounded nesting.
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=StrictYamlLoader)
     except OSError as exc:
         return None, [Issue(name, "-", "(file)", f"cannot read: {exc.strerror or exc}")]
     except yaml.YAMLError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline.cli import main
+from eval_pipeline.corpus import limits
 from eval_pipeline_tests.corpus.records import record, write_upstream
 
 
@@ -75,6 +77,40 @@ BAD_INPUTS = {
         [],  # filled below: shared ids differ per question in _good(), so build one
     ),
 }
+# Issue 28, finding 5: sizes refused where the corpus is read, long before any wipe.
+BAD_INPUTS["turn_too_long"] = (
+    _mutate(
+        lambda r: r[0]["haystack_sessions"][0][1].__setitem__(
+            "content", "x" * limits.MAX_TURN_CHARS
+        )
+    ),
+    ["'q1'", "'haystack_sessions[0][1].content'", "over the limit of 200,000 per turn"],
+)
+BAD_INPUTS["session_too_many_turns"] = (
+    _mutate(
+        lambda r: r[0]["haystack_sessions"].__setitem__(
+            1, [{"role": "user", "content": "t"}] * (limits.MAX_SESSION_TURNS + 1)
+        )
+    ),
+    ["'q1'", "'haystack_sessions[1]'", "2,001 turns, over the limit of 2,000 per session"],
+)
+BAD_INPUTS["session_text_too_long"] = (
+    _mutate(
+        lambda r: r[0]["haystack_sessions"].__setitem__(
+            1, [{"role": "user", "content": "y" * 190_000}] * 5
+        )
+    ),
+    ["'q1'", "'haystack_sessions[1]'", "characters of text, over the limit of 800,000"],
+)
+# Issue 28, finding 7: NaN and Infinity are not answers (json.dumps writes them bare).
+BAD_INPUTS["nan_answer"] = (
+    _mutate(lambda r: r[1].__setitem__("answer", float("nan"))),
+    ["record #1", "NaN is not a JSON value"],
+)
+BAD_INPUTS["infinity_answer"] = (
+    _mutate(lambda r: r[0].__setitem__("answer", float("-inf"))),
+    ["record #0", "-Infinity is not a JSON value"],
+)
 # Make q2 reuse q1's distractor id with different content.
 BAD_INPUTS["conflicting_duplicate_session"] = (
     _mutate(
@@ -118,6 +154,17 @@ def test_bad_record_clear_error_and_nothing_written(case, out_exists, tmp_path, 
         ('{"question_id": "q1"}', "JSON array"),
         ("", "empty"),
         ("[] trailing", "after the closing"),
+        # Issue 28, finding 7: each was a traceback (RecursionError) or accepted.
+        (
+            '[{"question_id": "q1", "x": ' + "[" * 100_000 + "]" * 100_000 + "}]",
+            "record #0: nested deeper than 32 levels",
+        ),
+        (
+            '[{"question_id": "q1", "x": ' + "[" * 40 + "]" * 40 + "}]",
+            "record #0: nested deeper than 32 levels at x",
+        ),
+        ('[{"question_id": "q1", "answer": 1e400}]', "record #0: the number 1e400 overflows"),
+        ('[{"question_id": "q\\ud800"}]', "record #0: question_id holds a lone surrogate"),
     ],
 )
 def test_bad_json(text, expected, tmp_path, capsys):
@@ -164,3 +211,33 @@ def test_console_script_end_to_end(tmp_path):
     assert res.returncode == 2
     assert res.stderr.strip() == "eval-pipeline: error: record 'x', field 'question_type': missing"
     assert not (tmp_path / "p").exists()
+
+
+# --- `corpus --out` never replaces files it did not write (issue 28, finding 9) ---------------
+
+
+def test_corpus_out_keeps_a_users_goldens_unless_forced(tmp_path, capsys):
+    up = write_upstream(tmp_path / "up.json", _good())
+    out = tmp_path / "out"
+    out.mkdir()
+    mine = out / "goldens.jsonl"
+    mine.write_text('{"mine": true}\n')
+    assert main(["corpus", "--upstream", str(up), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "field '--out'" in err and "--force" in err
+    assert mine.read_text() == '{"mine": true}\n' and sorted(os.listdir(out)) == ["goldens.jsonl"]
+
+    assert main(["corpus", "--upstream", str(up), "--out", str(out), "--force"]) == 0
+    assert "mine" not in mine.read_text()
+
+
+def test_corpus_out_replaces_its_own_output_but_not_once_edited(tmp_path, capsys):
+    up = write_upstream(tmp_path / "up.json", _good())
+    out = tmp_path / "out"
+    assert main(["corpus", "--upstream", str(up), "--out", str(out)]) == 0
+    assert main(["corpus", "--upstream", str(up), "--out", str(out), "--seed", "3"]) == 0
+    fixtures = out / "fixtures.jsonl"
+    fixtures.write_text(fixtures.read_text() + "\n")  # a hand edit: no longer what we wrote
+    capsys.readouterr()
+    assert main(["corpus", "--upstream", str(up), "--out", str(out)]) == 2
+    assert "did not write (or that changed since)" in capsys.readouterr().err

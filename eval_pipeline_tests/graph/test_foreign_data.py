@@ -12,11 +12,8 @@ import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import neo4j
 import pytest
 
-from eval_pipeline.graph import server
-from eval_pipeline.graph.arcadedb_http import ArcadeHttp
 from eval_pipeline.graph.errors import ForeignDataError
 from eval_pipeline.graph.inject import inject_fixtures
 from eval_pipeline.graph.lease import Lease, hold
@@ -30,40 +27,9 @@ from eval_pipeline.reconcile.models import (
     entity_key,
 )
 from eval_pipeline.reconcile.writer import record_memory, write_session_memory
+from eval_pipeline_tests.foreign_writer import Foreigner
 
 _dbs = itertools.count()
-
-
-class Foreigner:
-    """Someone else writing to the same server: Cypher over Bolt, SQL over HTTP."""
-
-    def __init__(self, graph_dir: Path, database: str) -> None:
-        info = server.running_info(graph_dir)
-        assert info is not None
-        creds = server.credentials(graph_dir)
-        self.database = database
-        self.driver = neo4j.GraphDatabase.driver(info.bolt_uri, auth=(creds.user, creds.password))
-        self.http = ArcadeHttp(info.http_url, creds.user, creds.password)
-
-    def cypher(self, query: str) -> list[dict]:
-        with self.driver.session(database=self.database) as session:
-            return session.run(query).data()
-
-    def sql(self, command: str) -> list[dict]:
-        return self.http.sql(self.database, command)
-
-    def count(self, type_name: str) -> int:
-        return int(self.sql(f"SELECT count(*) AS n FROM {type_name}")[0]["n"])
-
-    def types(self) -> dict[str, int]:
-        return {r["name"]: r["records"] for r in self.sql("SELECT FROM schema:types")}
-
-    def indexes(self) -> list[str]:
-        rows = self.sql("SELECT name, indexes FROM schema:types")
-        return sorted(i["name"] for r in rows for i in r["indexes"])
-
-    def close(self) -> None:
-        self.driver.close()
 
 
 @pytest.fixture
@@ -116,6 +82,7 @@ def test_a_fresh_database_is_empty(open_store, db: str) -> None:
         "indexes": [],
         "constraints": [],
         "triggers": [],
+        "content_changed": False,
     }
     assert fresh.is_empty()
     fresh.claim()
@@ -360,3 +327,72 @@ def test_a_write_phase_cut_short_is_not_taken_for_someone_else(
     foreigner.cypher("CREATE (:Customer {id: 1})")
     with pytest.raises(ForeignDataError, match="1 node of type Customer was written"):
         open_store(db).wipe()
+
+
+# --- edits that keep every count (issue 28, finding 6) ----------------------------------------
+
+FOREIGN_EDITS = {
+    "a-turn-text-edited": ["MATCH (t:Turn {turn_id: 'sess_0001#0'}) SET t.text = 'forged'"],
+    "a-session-property-added": [
+        "MATCH (s:Session {session_id: 'sess_0002'}) SET s.planted = true"
+    ],
+    "a-turn-deleted-and-re-created": [
+        "MATCH (t:Turn {turn_id: 'sess_0003#1'}) DETACH DELETE t",
+        "MATCH (s:Session {session_id: 'sess_0003'}), (a:Turn {turn_id: 'sess_0003#0'}), "
+        "(b:Turn {turn_id: 'sess_0003#2'}) "
+        "CREATE (s)-[:HAS_TURN]->(t:Turn {turn_id: 'sess_0003#1', session_id: 'sess_0003', "
+        "role: 'assistant', text: 'forged', index: 1, timestamp: '2023-05-30T23:40:01'}), "
+        "(a)-[:NEXT]->(t), (t)-[:NEXT]->(b)",
+    ],
+}
+
+
+@pytest.mark.parametrize("kind", list(FOREIGN_EDITS))
+def test_someone_elses_edit_that_keeps_every_count_is_refused_and_left_intact(
+    open_store, db: str, foreigner: Foreigner, fixtures_file: Path, kind: str
+) -> None:
+    """Counts alone missed these: the claim records a digest of the content at each
+    checkpoint, and the chain's claim and the wipe compare it."""
+    ours_injected(open_store, db, fixtures_file)
+    before = open_store(db).inventory()
+    for query in FOREIGN_EDITS[kind]:
+        foreigner.cypher(query)
+    assert open_store(db).inventory().added_since(before).is_empty()  # no count grew
+
+    chain = open_store(db)
+    with pytest.raises(ForeignDataError) as refused:
+        chain.claim(check_changes=True)  # what a chain does before its first stage
+    message = one_line(refused)
+    assert message.startswith("refusing to run on ")
+    assert "changes to records already there" in message and "someone else" in message
+    with pytest.raises(ForeignDataError, match="refusing to wipe .* changes to records"):
+        open_store(db).wipe()
+    edited = foreigner.cypher(
+        "MATCH (n) WHERE n.text = 'forged' OR n.planted = true RETURN count(n) AS n"
+    )
+    assert edited == [{"n": 1}]  # their edit survived both refusals
+
+
+def test_an_edit_before_a_write_phase_of_ours_is_not_absorbed(
+    open_store, db: str, foreigner: Foreigner, fixtures_file: Path
+) -> None:
+    ours_injected(open_store, db, fixtures_file)
+    foreigner.cypher("MATCH (t:Turn {turn_id: 'sess_0001#0'}) SET t.text = 'forged'")
+    rerun = open_store(db)
+    rerun.write("MATCH (s:Session {session_id: 'sess_0001'}) SET s.reconcile_status = 'done'")
+    rerun.close()  # its checkpoint records the edited content: the finding was kept first
+    with pytest.raises(ForeignDataError, match="changes to records already there"):
+        open_store(db).wipe()
+
+
+def test_our_own_phases_never_read_as_someone_elses_edit(
+    open_store, db: str, fixtures_file: Path
+) -> None:
+    """Our writes (injection, memory, a status update) each end in a checkpoint: a chain's
+    claim after them finds nothing to refuse."""
+    ours_injected(open_store, db, fixtures_file)
+    again = open_store(db)
+    again.write("MATCH (s:Session {session_id: 'sess_0001'}) SET s.reconcile_status = 'done'")
+    again.close()
+    open_store(db).claim(check_changes=True)
+    open_store(db).wipe()

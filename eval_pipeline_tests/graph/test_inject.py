@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from eval_pipeline.corpus import limits
 from eval_pipeline.graph import checks, server
+from eval_pipeline.graph.batched_writes import MAX_ROW_BYTES
 from eval_pipeline.graph.errors import FixtureError, GraphUnavailableError
 from eval_pipeline.graph.inject import (
     expected_counts,
@@ -136,6 +138,22 @@ def test_evidence_leak_is_caught(store: GraphStore, fixtures_file: Path) -> None
         (lambda r: r["turns"].append(dict(r["turns"][0])), "repeated turn index"),
         (lambda r: r.update(extra_field=1), "extra_field"),
         (lambda r: r["turns"][0].update(has_answer=True), "has_answer"),
+        # Issue 28, findings 5 and 7: refused before the wipe, not by the write after it.
+        (
+            lambda r: r["turns"][0].update(content="x" * (limits.MAX_TURN_CHARS + 1)),
+            "turn sess_0003#0: 200,005 characters, over the limit of 200,000 per turn",
+        ),
+        (
+            lambda r: r.update(
+                turns=[
+                    {"role": "user", "content": "t", "index": i}
+                    for i in range(limits.MAX_SESSION_TURNS + 1)
+                ]
+            ),
+            "2,001 turns, over the limit of 2,000 per session",
+        ),
+        (lambda r: r["turns"][0].update(content="a \ud800 b"), "lone surrogate .U.D800"),
+        (lambda r: r.update(question_ids=_nested(500)), "nested deeper than 32 levels"),
     ],
 )
 def test_bad_fixtures_are_refused_before_the_wipe(
@@ -150,6 +168,30 @@ def test_bad_fixtures_are_refused_before_the_wipe(
     with pytest.raises(FixtureError, match=message) as err:
         inject_fixtures(store, bad)
     assert ":4:" in str(err.value)  # names the line
+    assert store.counts() == before
+
+
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_session_too_large_for_one_bolt_message_is_refused_before_the_wipe(
+    store: GraphStore, fixtures_file: Path, tmp_path: Path
+) -> None:
+    """Every text within its limits, but haystack ids enough to make the row over
+    MAX_ROW_BYTES: the validation pass measures the row as the write would (issue 28,
+    finding 5: the probe's oversized input wiped 535 nodes down to 76 before it failed)."""
+    inject_fixtures(store, fixtures_file)
+    before = store.counts()
+    rows = [json.loads(line) for line in fixtures_file.read_text().splitlines()]
+    rows[3]["question_ids"] = [f"q{i:0100d}" for i in range(MAX_ROW_BYTES // 100)]
+    big = tmp_path / "big.jsonl"
+    big.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(FixtureError, match=r"session 'sess_0003': one row is 1\d\.\d MB, over"):
+        inject_fixtures(store, big)
     assert store.counts() == before
 
 

@@ -16,11 +16,11 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
+from eval_pipeline.graph.state import graph_state
 from eval_pipeline.llm import LLMLayer, LLMSettings, StructuredOutputInvalid
 from eval_pipeline.reconcile import load_reconciler
 from eval_pipeline.reconcile.runner import reconcile_pending
 from eval_pipeline.retrieve.graph_agent import GraphAgentRetriever
-from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.guarded_read import REJECTED_PREFIX
 from eval_pipeline.retrieve.protocol import RetrievalEnv, load_retriever
 from eval_pipeline.retrieve.reader import ExtractiveReader, make_reader

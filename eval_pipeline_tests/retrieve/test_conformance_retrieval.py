@@ -13,9 +13,9 @@ import pytest
 
 from eval_pipeline.graph.errors import GraphTimeoutError
 from eval_pipeline.graph.inject import inject_fixtures
+from eval_pipeline.graph.state import graph_state
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.retrieve.fulltext import FulltextRetriever
-from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.guarded_read import GuardedReader, QueryRejected
 from eval_pipeline.retrieve.protocol import RetrievalEnv, RetrievalRequest, RetrievalTrace
 from eval_pipeline_tests.retrieve.fixture_graph import HAYSTACKS, QUESTIONS, write_fixtures

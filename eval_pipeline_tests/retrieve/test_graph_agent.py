@@ -9,8 +9,8 @@ import re
 
 import pytest
 
+from eval_pipeline.graph.state import graph_state
 from eval_pipeline.retrieve.graph_agent import GraphAgentRetriever, row_item, row_sessions
-from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.guarded_read import REJECTED_PREFIX
 from eval_pipeline.retrieve.protocol import RetrievalEnv, RetrievalRequest, RetrievalTrace
 from eval_pipeline_tests.retrieve.fixture_graph import QUESTIONS, SESSIONS

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from eval_pipeline.graph.dialects.memgraph import MemgraphDialect
+from eval_pipeline.graph.state import graph_state, schema_state
 from eval_pipeline.graph.store import GraphStore
-from eval_pipeline.retrieve.graph_state import graph_state, schema_state
 
 
 def _http(store: GraphStore):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from eval_pipeline.graph import state as gs
 from eval_pipeline.graph.store import GraphStore
-from eval_pipeline.retrieve import graph_state as gs
 
 
 def test_arcadedb_hashes_server_side_and_counts_like_the_client_scan(scratch_store: GraphStore):

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from eval_pipeline.graph.errors import GraphError
+from eval_pipeline.graph.state import graph_state
 from eval_pipeline.graph.store import GraphStore
-from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.guarded_read import REJECTED_PREFIX, GuardedReader, QueryRejected
 from eval_pipeline.retrieve.protocol import RetrievalTrace
 from eval_pipeline_tests.retrieve.adversarial_statements import MUST_ALLOW, MUST_REJECT

@@ -230,3 +230,13 @@ def test_the_committed_cli_schemas_are_what_the_models_generate(tmp_path, capsys
     (out / "compare.schema.json").write_text("{}\n")
     assert main(["--out", str(out), "--check"]) == 1
     assert "compare.schema.json" in capsys.readouterr().err
+
+
+def test_a_run_compared_with_itself_is_refused_as_bad_input(tmp_path, capsys):
+    """Issue 28, finding 9: `compare RUN RUN` exited 0, every delta 0."""
+    run = write_run(tmp_path, outcomes("q", [True, False]))
+    code, out, err = _compare(capsys, run, run, "--json")
+    assert code == 2 and "same run" in err and len(err.strip().splitlines()) == 1
+    assert _doc(out)["outcome"] == "error"
+    code, _, err = _compare(capsys, run, tmp_path / ".." / tmp_path.name / run.name)
+    assert code == 2 and "same run" in err  # the same directory, spelt another way

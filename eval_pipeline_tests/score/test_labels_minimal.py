@@ -235,3 +235,23 @@ def test_judge_check_runs_on_a_minimal_file(tmp_path, monkeypatch):
     assert set(result.by_question_type) == {UNKNOWN} == set(result.by_tier)
     assert len(systems) == 3
     assert all(TYPE_RULES["default"] in s for s in systems)
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ('"reference": NaN', "NaN is not a JSON value"),
+        ('"response": "a \\ud800 b"', "response holds a lone surrogate (U+D800"),
+        ('"why": ' + "[" * 50_000 + "]" * 50_000, "nested deeper than 32 levels"),
+    ],
+)
+def test_a_label_line_judge_check_cannot_use_is_one_issue_not_a_traceback(tmp_path, line, says):
+    """Issue 28, finding 7: judge-check on these printed a 29-46 line traceback."""
+    good = json.dumps(MINIMAL[0])
+    bad = good[:-1] + ", " + line + "}"
+    path = tmp_path / "mine.jsonl"
+    path.write_text(good.replace("u-01", "u-00") + "\n" + bad + "\n", encoding="utf-8")
+    with pytest.raises(JudgeLabelError) as err:
+        load_labels(path)
+    [issue] = [str(i) for i in err.value.issues]
+    assert issue.startswith(f"{path}:2: ") and says in issue

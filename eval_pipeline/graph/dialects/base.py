@@ -70,6 +70,9 @@ class Inventory(BaseModel):
     indexes: list[str] = Field(default_factory=list)
     constraints: list[str] = Field(default_factory=list)
     triggers: list[str] = Field(default_factory=list)
+    # A finding, not a count: records already there were changed (a property edited, or
+    # records deleted and re-created), seen by the content digest (`ownership.py`).
+    content_changed: bool = False
 
     def without(self, labels: Iterable[str], *, empty_types: Iterable[str] = ()) -> Inventory:
         """This inventory minus `labels` (their records and types; ours: lease, claim), and
@@ -131,6 +134,7 @@ class Inventory(BaseModel):
             or self.indexes
             or self.constraints
             or self.triggers
+            or self.content_changed
         )
 
     def items(self) -> int:
@@ -174,6 +178,11 @@ class Inventory(BaseModel):
             if names:
                 noun = singular if len(names) == 1 else plural
                 parts.append(f"{len(names)} {noun} ({_names(names)})")
+        if self.content_changed:
+            parts.append(
+                "changes to records already there (a property edited, or records deleted "
+                "and re-created)"
+            )
         if not parts:
             return "nothing"
         return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
@@ -357,7 +366,7 @@ class Dialect:
 
     def schema_state(self, store: DialectStore) -> Any:
         """A JSON-able description of the schema (types, indexes, constraints, triggers)
-        leaving out what a read changes; hashed by `retrieve.graph_state`. None: content
+        leaving out what a read changes; hashed by `graph.state`. None: content
         only."""
         return None
 
@@ -476,7 +485,7 @@ def json_encode_maps(value: Any) -> Any:
     return value
 
 
-# --- schema descriptions (retrieve.graph_state hashes them) ---------------------------------
+# --- schema descriptions (graph.state hashes them) ---------------------------------
 
 # Fields of a listed index or constraint that change without any write.
 VOLATILE_FIELDS = frozenset(

@@ -1,4 +1,5 @@
-"""A fingerprint of what the graph holds *now*: proof that retrieval wrote nothing.
+"""A fingerprint of what the graph holds *now*: proof that retrieval wrote nothing, and that
+nobody else edited the pipeline's graph between two of its write phases (`ownership.py`).
 
 The graph stage's fingerprint (`eval_pipeline.graph.fingerprint`) names the fixtures a graph
 was built from and is stored in the graph: a write by a retrieval agent would leave it intact.
@@ -40,8 +41,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from eval_pipeline.graph.dialects.base import quote_name
+from eval_pipeline.graph.dialects.store_protocol import DialectStore as GraphReader
 from eval_pipeline.graph.schema import LEASE
-from eval_pipeline.retrieve.protocol import GraphReader
 
 _DOMAIN = b"eval_pipeline/graph-state/v2\n"  # v2: the schema too
 _SERVER_DOMAIN = b"eval_pipeline/graph-state/v3-server\n"  # v3: element digests server-side
@@ -97,11 +98,14 @@ def graph_state(
     *,
     schema: SchemaSource | None = None,
     server_side: bool | None = None,
+    skip: tuple[str, ...] = (LEASE,),
 ) -> GraphState:
     """Hash every node and relationship currently in the graph, and its schema.
 
     `schema` returns the schema description to hash; by default `schema_state(store)`.
     `server_side`: hash on the server (default: when it can, see `server_hashes`).
+    `skip`: labels whose nodes are left out (the lease, renewed by the chain's heartbeat;
+    the ownership also leaves out its claim, which records this very digest).
     """
     started = time.perf_counter()
     described = schema() if schema is not None else schema_state(store)
@@ -109,10 +113,10 @@ def graph_state(
     if server_side is None:
         server_side = server_hashes(store)
     if server_side:
-        digests, nodes, relationships = _server_content(store)
+        digests, nodes, relationships = _server_content(store, skip)
         domain = _SERVER_DOMAIN
     else:
-        digests, nodes, relationships = _client_content(store)
+        digests, nodes, relationships = _client_content(store, skip)
         domain = _DOMAIN
     return GraphState(
         fingerprint=_combine([*digests, schema_digest], domain),
@@ -145,21 +149,21 @@ def _types(store: GraphReader, *, listed: bool = False) -> list[str]:
     return sorted(r["type"] for r in rows)
 
 
-def _client_content(store: GraphReader) -> tuple[list[bytes], int, int]:
+def _client_content(store: GraphReader, skip: tuple[str, ...]) -> tuple[list[bytes], int, int]:
     """(element digests, nodes, relationships), every element read and hashed here."""
     digests: list[bytes] = []
     nodes = 0
     # A node with several labels is read once per label: same digest, so dedupe by id.
     seen_ids: set[Any] = set()
     for label in _labels(store):
-        if label == LEASE:  # renewed by the chain's heartbeat while retrieval runs
+        if label in skip:
             continue
         for row in _read(
             store,
             f"MATCH (n:{quote_name(label)}) "
             "RETURN id(n) AS id, labels(n) AS labels, properties(n) AS props",
         ):
-            if row["id"] in seen_ids:
+            if row["id"] in seen_ids or set(row["labels"]) & set(skip):
                 continue
             seen_ids.add(row["id"])
             nodes += 1
@@ -188,7 +192,9 @@ def _client_content(store: GraphReader) -> tuple[list[bytes], int, int]:
 # once), then each relationship type, in slices `id % $slices = $slice`; the element digests
 # of a slice are hashed in id order (within one label ArcadeDB scans in id order, so that
 # sort is nearly free; across labels it tripled the cost).
-_NODE_FILTER = "WHERE all(x IN labels(n) WHERE x >= $label) AND NOT $lease IN labels(n)"
+_NODE_FILTER = (
+    "WHERE all(x IN labels(n) WHERE x >= $label) AND none(x IN labels(n) WHERE x IN $skip)"
+)
 _NODE_DIGEST = (
     "WITH apoc.util.sha256([toString(id(n)), apoc.convert.toJson(labels(n)), "
     "apoc.convert.toJson(properties(n))]) AS h "
@@ -224,9 +230,14 @@ def _rel_slice(rel: str) -> str:
 
 
 def _slices(
-    store: GraphReader, what: str, count_query: str, slice_query: str, label: str | None = None
+    store: GraphReader,
+    what: str,
+    count_query: str,
+    slice_query: str,
+    label: str | None = None,
+    skip: tuple[str, ...] = (LEASE,),
 ) -> tuple[list[bytes], int]:
-    params: dict[str, Any] = {"lease": LEASE, "label": label}
+    params: dict[str, Any] = {"skip": list(skip), "label": label}
     total = int(store.read(count_query, params, timeout_s=READ_TIMEOUT_S)[0]["n"])
     if total == 0:  # an empty type is no content (the schema covers that it exists)
         return [], 0
@@ -242,15 +253,15 @@ def _slices(
     return digests, counted
 
 
-def _server_content(store: GraphReader) -> tuple[list[bytes], int, int]:
+def _server_content(store: GraphReader, skip: tuple[str, ...]) -> tuple[list[bytes], int, int]:
     """(slice digests, nodes, relationships), the elements hashed by the server."""
     digests: list[bytes] = []
     nodes = 0
     for label in [*_labels(store, listed=True), None]:
-        if label == LEASE:  # renewed by the chain's heartbeat while retrieval runs
+        if label in skip:
             continue
         found, count = _slices(
-            store, f"n:{label or ''}", _node_count(label), _node_slice(label), label
+            store, f"n:{label or ''}", _node_count(label), _node_slice(label), label, skip
         )
         digests += found
         nodes += count
