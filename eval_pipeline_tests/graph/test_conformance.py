@@ -28,8 +28,8 @@ from eval_pipeline.graph.checks import (
 from eval_pipeline.graph.dialects.base import KEPT_LABELS
 from eval_pipeline.graph.errors import GraphError, GraphQueryError, GraphRowLimitError
 from eval_pipeline.graph.inject import graph_counts, inject_fixtures
+from eval_pipeline.graph.state import graph_state
 from eval_pipeline.graph.store import GraphStore
-from eval_pipeline.retrieve.graph_state import graph_state
 from eval_pipeline.retrieve.guarded_read import GuardedReader
 from eval_pipeline_tests.conftest import conformance_backends
 from eval_pipeline_tests.graph.conftest import write_fixtures
