@@ -21,6 +21,7 @@ moved out of the runs directory, so nothing reads it as a complete run.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -66,6 +67,7 @@ def watch() -> Iterator[None]:
     if _current or not _main_thread():
         yield
         return
+    quiet_interrupted_closes()
     w = _Watch()
     previous = signal.set_wakeup_fd(w._write, warn_on_full_buffer=False)
     _current.append(w)
@@ -75,6 +77,32 @@ def watch() -> Iterator[None]:
         _current.remove(w)
         signal.set_wakeup_fd(previous)
         w.close()
+
+
+class _InterruptIsNoError(logging.Filter):
+    """Drops a record whose exception is an interrupt (KeyboardInterrupt, Dagster's
+    DagsterExecutionInterruptedError: BaseException, not Exception)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kind = record.exc_info[0] if record.exc_info else None
+        return kind is None or issubclass(kind, Exception)
+
+
+_QUIET = _InterruptIsNoError()
+
+
+def quiet_interrupted_closes() -> None:
+    """A Ctrl-C that lands while SQLAlchemy closes a connection of Dagster's storage (every
+    event write of a SQLite instance opens and closes one) is logged by the pool as an error
+    with its traceback, then raised on (`Pool._close_connection` re-raises what is not an
+    Exception). The raise is the interrupt; the log line is noise, so the pools' loggers drop it."""
+    from sqlalchemy import pool
+
+    for cls in vars(pool).values():
+        if isinstance(cls, type) and issubclass(cls, pool.Pool):
+            logger = logging.getLogger(f"{cls.__module__}.{cls.__name__}")
+            if _QUIET not in logger.filters:
+                logger.addFilter(_QUIET)
 
 
 def received() -> bool:
