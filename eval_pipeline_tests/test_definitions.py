@@ -3,6 +3,7 @@ stage by stage, and each stage receives exactly the outputs of its own chain."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -182,11 +183,14 @@ def _launch_chain(instance, tmp_path, **sections):
 def test_eval_chain_runs_stage_by_stage_and_only_the_failed_stage_reads_failed(tmp_path):
     """A truncated upstream launched as eval_chain (the Launchpad's job): only
     longmemeval_upstream was in a run, which failed; nothing downstream was ever planned, so
-    Dagster reads it as not run, and the only checks planned are the failed asset's own."""
+    Dagster reads it as not run, and the only checks planned are the failed asset's own.
+    (Pinned by its own sha256: preflight reads only a file nobody pinned record by record, so
+    this one fails in its stage.)"""
     bad = tmp_path / "truncated.json"
     bad.write_text('[{"question_id": "q1", "question_type": "multi-ses')
+    pin = hashlib.sha256(bad.read_bytes()).hexdigest()
     instance = dg.DagsterInstance.ephemeral()
-    result = _launch_chain(instance, tmp_path, corpus={"upstream": str(bad)})
+    result = _launch_chain(instance, tmp_path, corpus={"upstream": str(bad), "sha256": pin})
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
     assert "stage longmemeval_upstream failed" in failure.step_failure_data.error.message
