@@ -121,3 +121,50 @@ def passage_key(text: str, weights_sha256: str | None = None) -> str:
     sha = weights_sha256 or identity()["sha256"]
     digest = hashlib.sha256(f"{sha}\n{PASSAGE_PREFIX}{text}".encode())
     return digest.hexdigest()[:32]
+
+
+class PassageCache:
+    """Passage embeddings already computed, keyed by `passage_key` (model + text), in one
+    SQLite file under the state dir: a graph rebuilt from the same fixtures, or a distractor
+    session shared by many batches, is embedded once per machine. Float32 bytes per row."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        import sqlite3
+
+        if path is None:
+            from eval_pipeline.settings import state_dir
+
+            path = state_dir() / "embeddings" / f"{identity()['sha256'][:16]}.sqlite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(str(path), check_same_thread=False)
+        self._db.execute("CREATE TABLE IF NOT EXISTS passage (key TEXT PRIMARY KEY, vec BLOB)")
+        self._lock = threading.Lock()
+
+    def get_many(self, keys: list[str]) -> dict[str, list[float]]:
+        import numpy as np
+
+        found: dict[str, list[float]] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                part = keys[start : start + 500]
+                marks = ",".join("?" * len(part))
+                query = f"SELECT key, vec FROM passage WHERE key IN ({marks})"
+                for key, blob in self._db.execute(query, part):
+                    vec = np.frombuffer(blob, dtype=np.float32)
+                    if vec.shape == (DIMS,):  # anything else is not ours: embed again
+                        found[key] = vec.tolist()
+        return found
+
+    def put_many(self, rows: list[tuple[str, Any]]) -> None:
+        import numpy as np
+
+        with self._lock, self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO passage (key, vec) VALUES (?, ?)",
+                [(key, np.asarray(vec, dtype=np.float32).tobytes()) for key, vec in rows],
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
