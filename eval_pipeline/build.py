@@ -142,6 +142,15 @@ def prepare_graph_for_retrieval(
     return prepare(store, dict(config.options), note)
 
 
+def check_graph_for(retriever: Retriever) -> None:
+    """A retriever's own check that the graph can serve it (`check_graph`, optional: dense
+    refuses a graph without its vector index), once before the first question; raises
+    ValueError in one line."""
+    check = getattr(retriever, "check_graph", None)
+    if callable(check):
+        check()
+
+
 def retriever_and_reader(
     config: RetrievalConfig, env: RetrievalEnv, llm: LLMLayer | None
 ) -> tuple[Retriever, Reader]:

@@ -441,6 +441,7 @@ def _retrieve(
                 retriever, reader = ProviderRetriever(provider), build.reader(retrieval, llm)
             else:
                 retriever, reader = build.retriever_and_reader(retrieval, env, llm)
+                build.check_graph_for(retriever)
         except (RetrieverLoadError, ValueError) as exc:
             raise dg.Failure(str(exc)) from None
         runner = RetrievalRunner(

@@ -103,7 +103,7 @@ class DenseRetriever(FulltextRetriever):
     ) -> None:
         """`sources`: "auto" (what the memory declares searchable, among the labels with
         text) or a list of kinds; `context_format` as `fulltext`'s. Refuses, in one line, a
-        graph whose searched sources have text but no vector index."""
+        graph whose searched sources have text but no vector index (`check_graph`)."""
         super().__init__(env, sources=sources, context_format=context_format)
         self.reader = GuardedReader(
             env.store,
@@ -114,7 +114,12 @@ class DenseRetriever(FulltextRetriever):
         )
         self.embed_query = query_embedder
         self.embedder = embed.identity()
-        self.sources()  # a missing index is refused now, before any question is asked
+
+    def check_graph(self) -> None:
+        """Refuse, in one line (DenseIndexMissing), a graph that cannot serve this retriever:
+        called by the retrieval stage once, before the first question (construction must not
+        touch the graph: the preflight builds retrievers before any graph is ready)."""
+        self.sources()
 
     @classmethod
     def prepare_graph(
@@ -246,6 +251,9 @@ class HybridRetriever:
         self.rrf_k = rrf_k
 
     prepare_graph = DenseRetriever.prepare_graph
+
+    def check_graph(self) -> None:
+        self.semantic.check_graph()
 
     def retrieve(self, request: RetrievalRequest, trace: RetrievalTrace) -> RetrievalOutput:
         depth = max(self.depth, request.top_k)
