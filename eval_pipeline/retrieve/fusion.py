@@ -20,7 +20,8 @@ def reciprocal_rank_fusion(
     rankings: Sequence[Sequence[T]], key: Callable[[T], Hashable], *, k: int = RRF_K
 ) -> list[tuple[T, float]]:
     """(candidate, fused score) best first. A candidate is the first ranking's copy of it;
-    one listed twice in a ranking counts at its better rank only."""
+    one listed twice in a ranking counts once, at its better rank, and takes no rank from
+    those after it."""
     if k < 0:
         raise ValueError("the RRF constant k must be >= 0")
     score: dict[Hashable, float] = {}
@@ -28,11 +29,12 @@ def reciprocal_rank_fusion(
     best: dict[Hashable, tuple[int, int]] = {}  # (best rank, ranking index)
     for which, ranking in enumerate(rankings):
         seen: set[Hashable] = set()
-        for rank, candidate in enumerate(ranking, start=1):
+        for candidate in ranking:
             ident = key(candidate)
             if ident in seen:
                 continue
             seen.add(ident)
+            rank = len(seen)  # among distinct candidates: a repeat takes no place
             score[ident] = score.get(ident, 0.0) + 1.0 / (k + rank)
             first.setdefault(ident, candidate)
             best[ident] = min(best.get(ident, (rank, which)), (rank, which))
