@@ -39,3 +39,17 @@ def test_fulltext_against_dense_is_a_change_not_a_refusal(tmp_path):
     changes = compare(lexical, dense).changes
     assert [c["pin"] for c in changes] == ["retriever"]
     assert changes[0]["candidate"]["embedder"]["sha256"] == embed.identity()["sha256"]
+
+
+def test_the_previous_comparable_run_of_a_dense_run_may_be_a_fulltext_one(tmp_path):
+    """The run_comparison asset's default baseline follows compare: an earlier fulltext run
+    is a baseline for dense; an earlier dense run on other weights is not."""
+    from eval_pipeline.runs.load import load_run
+    from eval_pipeline.runs.select import previous_comparable_run
+
+    rows = outcomes("q", [True] * 6)
+    lexical = write_run(tmp_path, rows, label="fulltext")
+    write_run(tmp_path, rows, label="other-weights", pins=_dense_pins("0" * 64))
+    dense = load_run(write_run(tmp_path, rows, label="dense", pins=_dense_pins("1" * 64)))
+    base = previous_comparable_run(tmp_path, dense)
+    assert base is not None and base.path == load_run(lexical).path
