@@ -103,7 +103,7 @@ def measure(corpus: Path, name: str, top_k: int, heap: str) -> dict[str, Any]:
         }
         for r in retrievers.values():
             getattr(r, "check_graph", lambda: None)()
-        goldens = read_jsonl(corpus / GOLDENS_FILE)
+        goldens = list(read_jsonl(corpus / GOLDENS_FILE))
         recall: dict[str, dict[str, list[float]]] = {
             r: {f"{m}@{k}": [] for m in ("recall_any", "recall_all") for k in KS}
             for r in RETRIEVERS
