@@ -70,6 +70,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_inject
 	$(BIN)/python -m benchmarks.bench_reconcile
 	$(BIN)/python -m benchmarks.bench_retrieval
+	$(BIN)/python -m benchmarks.bench_retrievers
 	$(BIN)/python -m benchmarks.bench_llm_layer
 	$(BIN)/python -m benchmarks.bench_e2e
 	$(BIN)/python -m benchmarks.bench_scaleout

@@ -7,7 +7,7 @@ RetrieverLoadError, ValueError): each caller says them its own way.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,12 @@ from eval_pipeline.llm import LLMLayer, LLMSettings
 from eval_pipeline.llm.layer import layer_for
 from eval_pipeline.providers.formation import ProviderRecord, record_for
 from eval_pipeline.reconcile.registry import load_reconciler
-from eval_pipeline.retrieve.protocol import RetrievalEnv, Retriever, load_retriever
+from eval_pipeline.retrieve.protocol import (
+    RetrievalEnv,
+    Retriever,
+    load_retriever,
+    resolve_retriever_class,
+)
 from eval_pipeline.retrieve.reader import Reader, make_reader
 from eval_pipeline.score.answer_judge import DEFAULT_JUDGE, AnswerJudge, load_judge
 
@@ -123,6 +128,27 @@ def retrieval_roles(config: RetrievalConfig) -> dict[str, ModelRole]:
 
 def retrieval_layer(config: RetrievalConfig, repeat: RepeatConfig) -> LLMLayer | None:
     return llm_layer(retrieval_roles(config), sample_identity=repeat.sample_identity)
+
+
+def prepare_graph_for_retrieval(
+    config: RetrievalConfig, store: GraphStore, note: Callable[[str], None]
+) -> dict[str, Any] | None:
+    """The configured retriever's write step before retrieval reads (`prepare_graph`, a
+    classmethod: `dense` and `hybrid` embed the searchable texts and build the vector
+    index); None for a retriever without one. Runs before the graph's read fingerprint."""
+    prepare = getattr(resolve_retriever_class(config.retriever), "prepare_graph", None)
+    if not callable(prepare):
+        return None
+    return prepare(store, dict(config.options), note)
+
+
+def check_graph_for(retriever: Retriever) -> None:
+    """A retriever's own check that the graph can serve it (`check_graph`, optional: dense
+    refuses a graph without its vector index), once before the first question; raises
+    ValueError in one line."""
+    check = getattr(retriever, "check_graph", None)
+    if callable(check):
+        check()
 
 
 def retriever_and_reader(

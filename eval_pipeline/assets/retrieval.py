@@ -49,7 +49,9 @@ from eval_pipeline.assets.resources import (
 from eval_pipeline.corpus.canaries import CANARIES_FILE
 from eval_pipeline.corpus.convert import FIXTURES_FILE, GOLDENS_FILE
 from eval_pipeline.corpus.jsonl import read_jsonl, write_jsonl
+from eval_pipeline.embed import EmbedderUnavailable
 from eval_pipeline.graph.checks import graph_holds, read_graph_fingerprint
+from eval_pipeline.graph.errors import GraphError
 from eval_pipeline.graph.state import graph_state
 from eval_pipeline.graph.store import GraphStore
 from eval_pipeline.llm import LLMError
@@ -403,6 +405,16 @@ def _retrieve(
     namespaces = sorted({namespace_of(q.question_id) for q in [*questions, *planted]})
     tokenizer = PayloadTokenizer()
     summary = _Summary()
+    prepared = None
+    if provider is None:
+        # The retriever's own write step (dense: embeddings and the vector index), before
+        # the fingerprint that proves the reads wrote nothing.
+        try:
+            prepared = build.prepare_graph_for_retrieval(retrieval, store, context.log.info)
+        except (RetrieverLoadError, ValueError, GraphError, EmbedderUnavailable) as exc:
+            raise dg.Failure(
+                f"preparing the graph for retriever {retrieval.retriever!r}: {exc}"
+            ) from None
     before = graph_state(store)
     context.log.info(
         f"graph before retrieval: {before.nodes} nodes, {before.relationships} "
@@ -429,6 +441,7 @@ def _retrieve(
                 retriever, reader = ProviderRetriever(provider), build.reader(retrieval, llm)
             else:
                 retriever, reader = build.retriever_and_reader(retrieval, env, llm)
+                build.check_graph_for(retriever)
         except (RetrieverLoadError, ValueError) as exc:
             raise dg.Failure(str(exc)) from None
         runner = RetrievalRunner(
@@ -526,6 +539,7 @@ def _retrieve(
         },
         memory=reconciled.facts["memory"] if provider else memory_census(store),
         memory_before=memory_before,
+        prepared=prepared,
         memory_after=memory_after,
         canaries=canary_facts,
         questions=summary.questions,

@@ -65,6 +65,8 @@ KINDS: dict[str, KindInfo] = {
         kind="retriever",
         builtins={
             "fulltext": "eval_pipeline.retrieve.fulltext:FulltextRetriever",
+            "dense": "eval_pipeline.retrieve.dense:DenseRetriever",
+            "hybrid": "eval_pipeline.retrieve.dense:HybridRetriever",
             "graph_agent": "eval_pipeline.retrieve.graph_agent:GraphAgentRetriever",
         },
         methods=("retrieve", "pins"),

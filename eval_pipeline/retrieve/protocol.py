@@ -7,8 +7,14 @@ A retriever is a class built as `cls(env, **options)` with
         -> RetrievalOutput | list[RetrievedItem]
     def pins(self) -> dict[str, Any]
 
-Built-ins are chosen by name (`fulltext`, `graph_agent`); a user's own by import path
-`package.module:ClassName` or by a name registered with the plug-in registry
+Optional, for a retriever that needs the graph prepared: a classmethod
+`prepare_graph(store, options, note) -> dict` the retrieval stage runs before its read
+fingerprint (the only place a retriever's graph may be written: `dense` embeds there), and
+`check_graph()`, called once before the first question, raising ValueError in one line when
+the graph cannot serve it.
+
+Built-ins are chosen by name (`fulltext`, `dense`, `hybrid`, `graph_agent`); a user's own by
+import path `package.module:ClassName` or by a name registered with the plug-in registry
 (`eval_pipeline.plugins`, `docs/plugins.md`). Every query a retriever sends goes into the
 `trace` the runner owns, so the queries of a question whose retrieval raises are still recorded
 with its miss.

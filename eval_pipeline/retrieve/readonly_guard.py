@@ -122,6 +122,13 @@ DEFAULT_ALLOWED_FUNCTIONS = frozenset(
     }
 )
 
+# What dense retrieval's own reads call (`retrieve/dense.py`), allowed for its reader only:
+# the vector index searches (ArcadeDB's Neo4j-style procedure; Memgraph's
+# `vector_search.search`, query_modules/vector_search_module.cpp @ v3.10.1) and Memgraph's
+# exact cosine function of the same module. All read-only; the agent's lists stay as they are.
+VECTOR_PROCEDURES = frozenset({"db.index.vector.queryNodes", "vector_search.search"})
+VECTOR_FUNCTIONS = frozenset({"vector.similarity.cosine", "vector_search.cosine_similarity"})
+
 # The last part of a called name that is refused whatever comes before it: ArcadeDB's Cypher
 # reaches its SQL functions (`sql.eval(...)`), and SQL's eval() parses and evaluates a string.
 _EVAL = "eval"

@@ -92,6 +92,10 @@ COMPARABILITY_PINS: tuple[Pin, ...] = (
     Pin("judge.invariant_prompt_hash", _at("judge", "invariant_prompt_hash")),
     # A local judge's identity is its weights, not the spec `local` (None for other judges).
     Pin("judge.weights_sha256", _at("judge", "role", "weights", "sha256")),
+    # The embedding model of a dense or hybrid retriever, by its weights' sha256 (None for a
+    # retriever without one). Compared only when both runs embed (`ONLY_WHEN_BOTH`): fulltext
+    # against dense is the retriever change a comparison exists to judge.
+    Pin("retriever.embedder.sha256", _at("retriever", "embedder", "sha256")),
     Pin("tokenizer", _at("tokenizer")),
     Pin("reader", _at("reader")),
     # How sessions became graph data (the injection schema every memory system builds on):
@@ -140,6 +144,17 @@ CHANGE_PINS: tuple[Pin, ...] = (
 )
 
 
+# Pins that differ only when both runs have a value: a retriever with no embedder is not
+# another embedder.
+ONLY_WHEN_BOTH: frozenset[str] = frozenset({"retriever.embedder.sha256"})
+
+
+def _differs(name: str, left: Any, right: Any) -> bool:
+    if name in ONLY_WHEN_BOTH and (left is None or right is None):
+        return False
+    return left != right
+
+
 @dataclass(frozen=True)
 class PinDifference:
     name: str
@@ -186,7 +201,7 @@ def differing_values(
     return [
         PinDifference(name, left.get(name), right.get(name))
         for name in names
-        if left.get(name) != right.get(name)
+        if _differs(name, left.get(name), right.get(name))
     ]
 
 

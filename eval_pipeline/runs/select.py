@@ -14,7 +14,12 @@ from pathlib import Path
 
 from eval_pipeline.runs.calibrate import replay_problems, run_identities, run_materializations
 from eval_pipeline.runs.load import BundleError, RunBundle, list_runs, load_run
-from eval_pipeline.runs.pins import COMPARABILITY_PINS, CONFIGURATION_PINS, pin_values
+from eval_pipeline.runs.pins import (
+    COMPARABILITY_PINS,
+    CONFIGURATION_PINS,
+    differing_values,
+    pin_values,
+)
 from eval_pipeline.runs.protocol import budget_differences
 
 
@@ -31,15 +36,16 @@ def _readable(path: Path) -> RunBundle | None:
 
 
 def previous_comparable_run(runs_dir: Path, candidate: RunBundle) -> RunBundle | None:
-    """The newest run older than `candidate` whose comparability pins and retrieval budget
-    (`runs.protocol`) all equal its own."""
+    """The newest run older than `candidate` that `compare` would not refuse: no comparability
+    pin differs (`pins.differing_values`: the embedder only between two runs that embed) and
+    the retrieval budget (`runs.protocol`) is the same."""
     wanted = pin_values(candidate, COMPARABILITY_PINS)
     earlier = [p for p in list_runs(runs_dir) if p.name < candidate.name]
     for path in reversed(earlier):
         run = _readable(path)
         if (
             run is not None
-            and pin_values(run, COMPARABILITY_PINS) == wanted
+            and not differing_values(pin_values(run, COMPARABILITY_PINS), wanted)
             and not budget_differences(run, candidate)
         ):
             return run

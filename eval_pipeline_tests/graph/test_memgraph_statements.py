@@ -865,3 +865,70 @@ def test_refusals_are_query_errors_not_crashes() -> None:
         "refused": "SHOW INDEX INFO",
         "by": "GraphQueryError",
     }
+
+
+# --- vector indexes and search (dense retrieval), read at tag v3.10.1 ----------------------
+# [VS-10] query_modules/vector_search_module.cpp @ v3.10.1: procedure search(index_name ::
+#         String, result_set_size :: Int, query_vector :: List) -> (node, distance,
+#         similarity); function cosine_similarity(vector1, vector2).
+# [VI-10] src/query/frontend/opencypher/grammar/MemgraphCypher.g4 @ v3.10.1: createVectorIndex
+#         : CREATE VECTOR INDEX indexName ON ':' labelName ( '(' propertyKeyName ')' )? WITH
+#         CONFIG configsMap; src/query/interpreter.cpp VectorIndexConfigFromTypedMap: dimension
+#         and capacity mandatory, metric default "l2sq"; MetricFromName
+#         (src/storage/v2/indices/vector_index_utils.hpp): "cos" is cosine; a failed CREATE
+#         answers with a notification ("Error while creating vector index ..."), not an error.
+
+
+def test_vector_index_ddl_is_the_grammars_with_cosine_metric() -> None:
+    stmt = mg.create_vector_index_statement("chunk_embedding", "Chunk", "embedding", 384, 500)
+    assert stmt == (
+        "CREATE VECTOR INDEX `chunk_embedding` ON :`Chunk`(`embedding`) WITH CONFIG "
+        '{"dimension": 384, "capacity": 500, "metric": "cos"}'
+    )
+    assert mg.vector_index_name("Chunk", "embedding") == "chunk_embedding"
+
+
+def test_vector_index_discovery_keeps_node_indexes_only() -> None:
+    (only,) = mg.vector_indexes_from_rows(VECTOR_ROWS)  # [IN-10]: edge indexes listed too
+    assert (only.name, only.label, only.prop, only.dims) == ("doc_vec", "Document", "emb", 384)
+
+
+def test_a_vector_index_create_answered_by_a_notification_is_caught() -> None:
+    # [VI-10]: the server "accepts" a CREATE it did not carry out; only the listing tells.
+    fake = FakeMemgraph()
+    with pytest.raises(GraphQueryError, match="does not list it"):
+        mg.MemgraphDialect(V310).create_vector_index(fake, "Chunk", "embedding", 384, 10)  # type: ignore[arg-type]
+    assert any(q.startswith("CREATE VECTOR INDEX `chunk_embedding`") for q in fake.sent)
+    listed = {**VECTOR_ROWS[0], "index_name": "chunk_embedding", "label": "Chunk"}
+    listed["property"] = "embedding"
+    ready = FakeMemgraph({"SHOW VECTOR INDEX INFO": [listed]})
+    mg.MemgraphDialect(V310).create_vector_index(ready, "Chunk", "embedding", 384, 10)  # type: ignore[arg-type]
+    assert not [q for q in ready.sent if q.startswith("CREATE")], "an existing index is kept"
+
+
+def test_dense_statements_use_the_modules_names_and_pass_the_dense_readers_guard() -> None:
+    from eval_pipeline.retrieve.dense import search_statement
+    from eval_pipeline.retrieve.readonly_guard import (
+        DEFAULT_ALLOWED_FUNCTIONS,
+        DEFAULT_ALLOWED_PROCEDURES,
+        VECTOR_FUNCTIONS,
+        VECTOR_PROCEDURES,
+    )
+
+    dialect = mg.MemgraphDialect(V310)
+    chunk = next(s for s in ftq.SOURCE_KINDS if s.kind == "chunk")
+    batch = search_statement(dialect, chunk, scoped=False)
+    scoped = search_statement(dialect, chunk, scoped=True)
+    # [VS-10]: three positional arguments; `similarity` is higher-is-closer.
+    assert batch.startswith(
+        "CALL vector_search.search($index, $k, $vector) YIELD node, similarity\n"
+        "WITH node, similarity AS score\n"
+    )
+    assert "vector_search.cosine_similarity(node.embedding, $vector) AS score" in scoped
+    assert "node.session_id IN $haystack" in scoped
+    for statement in (batch, scoped):
+        check_read_only(
+            statement,
+            allowed_procedures=DEFAULT_ALLOWED_PROCEDURES | VECTOR_PROCEDURES,
+            allowed_functions=DEFAULT_ALLOWED_FUNCTIONS | VECTOR_FUNCTIONS,
+        )

@@ -94,3 +94,31 @@ def test_a_runaway_read_is_stopped_and_the_server_still_answers(backend_store: G
     assert time.monotonic() - started < 60
     assert "stopped on the server" in str(info.value), str(info.value)
     assert backend_store.read("RETURN 1 AS ok", timeout_s=10) == [{"ok": 1}]
+
+
+def test_dense_prepares_and_searches_the_vector_index_on_every_backend(
+    injected: GraphStore, backend: str
+):
+    """The dialect's vector index DDL, listing, exact cosine and index call, with the real
+    model (Memgraph's forms read at v3.10.1: graph/dialects/memgraph.py); the preparation is
+    the only writer, and a second one writes nothing."""
+    from eval_pipeline.retrieve.dense import DenseRetriever
+
+    facts = DenseRetriever.prepare_graph(injected, {"sources": ["turn"]}, lambda _: None)
+    assert facts["sources"]["Turn"]["nodes"] == 11
+    before = graph_state(injected)
+    again = DenseRetriever.prepare_graph(injected, {"sources": ["turn"]}, lambda _: None)
+    assert again["sources"]["Turn"]["kept"] == 11
+    retriever = DenseRetriever(RetrievalEnv(store=injected, backend=backend), sources=["turn"])
+    retriever.check_graph()
+    for scope in ("question", "batch"):
+        request = RetrievalRequest(
+            question_id="q_bike",
+            question="What kind of bicycle did I purchase?",
+            question_date=QUESTIONS["q_bike"][1],
+            scope=scope,
+            top_k=3,
+        )
+        output = retriever.retrieve(request, RetrievalTrace())
+        assert output.items[0].turn_ids == ["s_bike#0"], (scope, output.items)
+    assert graph_state(injected).fingerprint == before.fingerprint

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from eval_pipeline.graph.dialects.arcadedb import ArcadeDBDialect
-from eval_pipeline.graph.dialects.base import Dialect, TextIndex
+from eval_pipeline.graph.dialects.base import Dialect, TextIndex, VectorIndex
 from eval_pipeline.graph.dialects.memgraph import MemgraphDialect
 from eval_pipeline.graph.errors import GraphError
 
@@ -76,6 +76,32 @@ DIFFERENCES: tuple[Difference, ...] = (
         "db.index.fulltext.queryNodes($index, $query), Lucene syntax",
         "text_search.search($index, 'data.p:(...)', limit): 3.5 two arguments and no score, "
         "3.6-3.10 Int limit, 3.11+ {limit: n}; Tantivy syntax",
+    ),
+    Difference(
+        "vector index DDL",
+        "create_vector_index",
+        "SQL over HTTP: CREATE PROPERTY L.p ARRAY_OF_FLOATS, CREATE INDEX ... LSM_VECTOR "
+        "METADATA {dimensions, similarity: COSINE}; name L[p]",
+        "CREATE VECTOR INDEX l_p ON :L(p) WITH CONFIG {dimension, capacity, metric: cos}, "
+        "then listed (a failure is only a notification)",
+    ),
+    Difference(
+        "vector index discovery",
+        "vector_indexes",
+        "SHOW INDEXES, type VECTOR",
+        "SHOW VECTOR INDEX INFO, index_type label+property_vector",
+    ),
+    Difference(
+        "vector search call",
+        "vector_call",
+        "db.index.vector.queryNodes($index, $k, $vector) YIELD node, score",
+        "vector_search.search($index, $k, $vector) YIELD node, similarity",
+    ),
+    Difference(
+        "exact cosine similarity",
+        "vector_similarity",
+        "vector.similarity.cosine(a, b)",
+        "vector_search.cosine_similarity(a, b)",
     ),
     Difference(
         "wipe",
@@ -145,4 +171,12 @@ def get_dialect(backend: str) -> Dialect:
         ) from None
 
 
-__all__ = ["DIALECTS", "DIFFERENCES", "Dialect", "Difference", "TextIndex", "get_dialect"]
+__all__ = [
+    "DIALECTS",
+    "DIFFERENCES",
+    "Dialect",
+    "Difference",
+    "TextIndex",
+    "VectorIndex",
+    "get_dialect",
+]

@@ -31,6 +31,7 @@ Quirks handled here (probed on 26.10.x, DESIGN.md section 5):
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -42,6 +43,7 @@ from eval_pipeline.graph.dialects.base import (
     Dialect,
     Inventory,
     TextIndex,
+    VectorIndex,
     counts_dict,
     delete_all_batched,
     json_encode_maps,
@@ -118,6 +120,32 @@ def text_indexes_from_rows(rows: list[dict[str, Any]]) -> list[TextIndex]:
             continue
         props = tuple(str(p) for p in row.get("properties") or [])
         found.append(TextIndex(str(row["name"]), str(labels[0]), props))
+    return found
+
+
+def create_vector_sql(label: str, prop: str, dims: int) -> list[str]:
+    """SQL (HTTP API) creating the cosine LSM_VECTOR index over label.prop (JVector, probed
+    on 26.10.2: SHOW INDEXES lists it as type VECTOR, named `<label>[<prop>]`, and
+    `db.index.vector.queryNodes` finds it by that name). The property is declared as an
+    array of floats first: a list of doubles written over Bolt is stored as one then."""
+    spec = json.dumps({"dimensions": int(dims), "similarity": "COSINE"})
+    return [
+        f"CREATE VERTEX TYPE {label} IF NOT EXISTS",
+        f"CREATE PROPERTY {label}.{prop} IF NOT EXISTS ARRAY_OF_FLOATS",
+        f"CREATE INDEX IF NOT EXISTS ON {label} ({prop}) LSM_VECTOR METADATA {spec}",
+    ]
+
+
+def vector_indexes_from_rows(rows: list[dict[str, Any]]) -> list[VectorIndex]:
+    """The vector indexes among the rows of Cypher's SHOW INDEXES (26.10.2: type VECTOR)."""
+    found = []
+    for row in rows:
+        kind = str(row.get("type") or "").upper()
+        labels = list(row.get("labelsOrTypes") or [])
+        props = list(row.get("properties") or [])
+        if "VECTOR" not in kind or "SPARSE" in kind or not labels or len(props) != 1:
+            continue
+        found.append(VectorIndex(str(row["name"]), str(labels[0]), str(props[0])))
     return found
 
 
@@ -311,6 +339,35 @@ class ArcadeDBDialect(Dialect):
             f"CALL db.index.fulltext.queryNodes('{index}', 'word1 OR word2') "
             "YIELD node, score RETURN node ORDER BY score DESC LIMIT 10"
         )
+
+    # --- vectors --------------------------------------------------------------------------
+
+    def vector_index_name(self, label: str, prop: str) -> str:
+        return fulltext_index_name(label, prop)  # the same automatic <type>[<property>] name
+
+    def create_vector_index(
+        self, store: DialectStore, label: str, prop: str, dims: int, capacity: int
+    ) -> None:
+        http = store.http()
+        if http is None:
+            raise GraphError(
+                "ArcadeDB creates vector indexes only through its HTTP API: set the "
+                "server's HTTP URL (http_url) next to --graph-uri"
+            )
+        for stmt in create_vector_sql(label, prop, dims):
+            http.sql(store.database, stmt)
+        self.require_vector_index(store, label, prop)
+
+    def vector_indexes(self, store: DialectStore) -> list[VectorIndex]:
+        return vector_indexes_from_rows(store.read(LIST_INDEXES, timeout_s=60, max_rows=10_000))
+
+    def vector_call(self) -> str:
+        # Neo4j's procedure, as ArcadeDB's Cypher offers it (probed on 26.10.2); for COSINE
+        # its score is higher-is-closer (1.0 for the query vector itself).
+        return "CALL db.index.vector.queryNodes($index, $k, $vector) YIELD node, score"
+
+    def vector_similarity(self, left: str, right: str) -> str:
+        return f"vector.similarity.cosine({left}, {right})"
 
     # --- reads by agents ------------------------------------------------------------------
 

@@ -52,6 +52,20 @@ class TextIndex:
         return self.label == label and (not self.properties or prop in self.properties)
 
 
+@dataclass(frozen=True)
+class VectorIndex:
+    """A vector index over node property `label.prop` a server lists (dimensions when it
+    says)."""
+
+    name: str
+    label: str
+    prop: str
+    dims: int | None = None
+
+    def covers(self, label: str, prop: str) -> bool:
+        return self.label == label and self.prop == prop
+
+
 class Inventory(BaseModel):
     """Everything an instance holds, by kind: what "empty" and "written since" compare.
 
@@ -341,6 +355,50 @@ class Dialect:
         )
         params = self.fulltext_params(self.text_index_name(label, prop), prop, query, limit)
         return cypher, {**params, "limit": limit}
+
+    # --- vector indexes and search -----------------------------------------------------
+    # Dense retrieval (`retrieve/dense.py`): embeddings are a node property, indexed by the
+    # server's own vector index (written and indexed by `graph/vectors.py`, never by a read).
+    # Cosine similarity throughout: the embedder's vectors are normalised.
+
+    def vector_index_name(self, label: str, prop: str) -> str:
+        """The name of the pipeline's vector index over label.prop."""
+        raise NotImplementedError
+
+    def create_vector_index(
+        self, store: DialectStore, label: str, prop: str, dims: int, capacity: int
+    ) -> None:
+        """Create the cosine vector index over label.prop (`dims` wide, room for `capacity`
+        vectors where the server sizes it up front); an existing one is fine. Ends with
+        `require_vector_index`."""
+        raise NotImplementedError
+
+    def vector_indexes(self, store: DialectStore) -> list[VectorIndex]:
+        """Every vector index over node properties the server lists."""
+        raise NotImplementedError
+
+    def require_vector_index(self, store: DialectStore, label: str, prop: str) -> None:
+        """Raise unless the server lists the pipeline's vector index over label.prop (a
+        server may answer a failed CREATE with a notification)."""
+        name = self.vector_index_name(label, prop)
+        listed = self.vector_indexes(store)
+        if any(i.name == name and i.covers(label, prop) for i in listed):
+            return
+        seen = ", ".join(f"{i.name} on {i.label}.{i.prop}" for i in listed) or "none"
+        raise GraphQueryError(
+            f"graph server at {store.where} accepted the vector index {name} over "
+            f"{label}.{prop} but does not list it (vector indexes listed: {seen})"
+        )
+
+    def vector_call(self) -> str:
+        """The CALL clause yielding `node, score` (higher is closer) for the `$k` nearest
+        neighbours of `$vector` in index `$index` (approximate: the server's ANN index)."""
+        raise NotImplementedError
+
+    def vector_similarity(self, left: str, right: str) -> str:
+        """A Cypher expression: the cosine similarity of two list expressions (exact; for
+        scoring a question's haystack, a few hundred nodes, without the index)."""
+        raise NotImplementedError
 
     # --- reads by agents ----------------------------------------------------------------
 

@@ -57,6 +57,7 @@ from eval_pipeline.graph.dialects.base import (
     Dialect,
     Inventory,
     TextIndex,
+    VectorIndex,
     listing,
     quote_name,
 )
@@ -233,6 +234,47 @@ def drop_index_statements(rows: list[dict[str, Any]]) -> list[str]:
         if stmt not in out:
             out.append(stmt)
     return out
+
+
+def vector_index_name(label: str, prop: str) -> str:
+    return f"{label.lower()}_{prop}"
+
+
+def create_vector_index_statement(
+    name: str, label: str, prop: str, dims: int, capacity: int
+) -> str:
+    """`createVectorIndex : CREATE VECTOR INDEX indexName ON ':' labelName '(' propertyKeyName
+    ')' WITH CONFIG configsMap` (MemgraphCypher.g4 @ v3.10.1); `dimension` and `capacity` are
+    mandatory, `metric` defaults to l2sq, "cos" is cosine (VectorIndexConfigFromTypedMap,
+    src/query/interpreter.cpp; MetricFromName, src/storage/v2/indices/vector_index_utils.hpp
+    @ v3.10.1). The capacity grows on demand by `resize_coefficient` (default 2)."""
+    config = f'{{"dimension": {int(dims)}, "capacity": {max(int(capacity), 1)}, "metric": "cos"}}'
+    return (
+        f"CREATE VECTOR INDEX {quote_name(name)} ON :{quote_name(label)}({quote_name(prop)}) "
+        f"WITH CONFIG {config}"
+    )
+
+
+def vector_indexes_from_rows(rows: list[dict[str, Any]]) -> list[VectorIndex]:
+    """Node vector indexes among SHOW VECTOR INDEX INFO rows (columns index_name, label,
+    property, capacity, dimension, metric, size, scalar_kind, index_type; edge indexes are
+    listed there too, with an edge type as `label`: src/query/interpreter.cpp @ v3.10.1)."""
+    found = []
+    for row in rows:
+        if "edge" in str(row.get("index_type") or "").lower():
+            continue
+        if not (row.get("index_name") and row.get("label") and row.get("property")):
+            continue
+        dims = row.get("dimension")
+        found.append(
+            VectorIndex(
+                str(row["index_name"]),
+                str(row["label"]),
+                str(row["property"]),
+                int(dims) if dims is not None else None,
+            )
+        )
+    return found
 
 
 def drop_vector_index_statements(rows: list[dict[str, Any]]) -> list[str]:
@@ -662,6 +704,36 @@ class MemgraphDialect(Dialect):
         call = call.replace("$index", f"'{index}'").replace("$query", query)
         call = call.replace("$fetch", "100")
         return f"{call} RETURN node ORDER BY score DESC LIMIT 10"
+
+    # --- vectors ------------------------------------------------------------------------
+
+    def vector_index_name(self, label: str, prop: str) -> str:
+        return vector_index_name(label, prop)
+
+    def create_vector_index(
+        self, store: DialectStore, label: str, prop: str, dims: int, capacity: int
+    ) -> None:
+        name = self.vector_index_name(label, prop)
+        if not any(i.name == name for i in self.vector_indexes(store)):
+            # A CREATE that fails (a taken name, a bad config) answers with a notification,
+            # not an error (VectorIndexQuery CREATE, src/query/interpreter.cpp @ v3.10.1).
+            store.autocommit(create_vector_index_statement(name, label, prop, dims, capacity))
+        self.require_vector_index(store, label, prop)
+
+    def vector_indexes(self, store: DialectStore) -> list[VectorIndex]:
+        return vector_indexes_from_rows(store.autocommit("SHOW VECTOR INDEX INFO"))
+
+    def vector_call(self) -> str:
+        # search(index_name, result_set_size, query_vector) YIELD node, distance, similarity
+        # (query_modules/vector_search_module.cpp @ v3.10.1).
+        return (
+            "CALL vector_search.search($index, $k, $vector) YIELD node, similarity\n"
+            "WITH node, similarity AS score"
+        )
+
+    def vector_similarity(self, left: str, right: str) -> str:
+        # A function of the same module (cosine_similarity(vector1, vector2), @ v3.10.1).
+        return f"vector_search.cosine_similarity({left}, {right})"
 
     # --- reads by agents ----------------------------------------------------------------
 
