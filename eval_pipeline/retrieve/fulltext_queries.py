@@ -230,6 +230,33 @@ def picked_statement(source: SourceKind) -> str:
     )
 
 
+# --- in-haystack ranking (issue 29) -------------------------------------------------------
+# Ranking `haystack` does not ask the engine: it reads the id and text of every node of one
+# source in the question's haystack (from the question, through its sessions: every index
+# used is the question id's) and ranks them itself (`retrieve.haystack_bm25`); then
+# `picked_statement` gives the same rows as the engine path. Facts keep the namespace rule.
+SESSION_LINKS: dict[str, str] = {
+    "turn": schema.HAS_TURN,
+    "chunk": "HAS_CHUNK",
+    "fact": "HAS_FACT",
+    "episode": "HAS_EPISODE",
+}
+
+
+def haystack_documents_statement(source: SourceKind) -> str:
+    """Rows `{id, text}`: every node of `source` in `$question_id`'s haystack (facts: of
+    `$namespace` or of none)."""
+    keep = ""
+    if source.kind == "fact":
+        keep = "WHERE node.namespace IS NULL OR node.namespace = $namespace\n"
+    return (
+        f"MATCH (:{schema.QUESTION} {{question_id: $question_id}})-[:{schema.HAYSTACK}]->"
+        f"(:{schema.SESSION})-[:{SESSION_LINKS[source.kind]}]->(node:{source.label})\n"
+        f"{keep}"
+        f"RETURN DISTINCT node.{source.id_property} AS id, node.{source.text_property} AS text"
+    )
+
+
 # (statement, params, max_rows) -> rows: the retriever's guarded, traced read.
 Read = Any
 
