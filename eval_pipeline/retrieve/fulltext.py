@@ -183,20 +183,22 @@ class FulltextRetriever:
         if not terms:
             trace.note("the question has no content words to search for")
             return RetrievalOutput(items=[], context=[])
+        # Ranking `haystack` reads the haystack's nodes themselves: its sessions are asked
+        # for only when none was found, to tell "no haystack" from "nothing indexed".
+        in_haystack = request.scope == "question" and self.ranking == "haystack"
         haystack: list[str] | None = None
-        if request.scope == "question":
+        if request.scope == "question" and not in_haystack:
             haystack = self.haystack(request.question_id, trace)
             if not haystack:
-                raise RetrievalError(
-                    f"question {request.question_id!r} has no haystack sessions in the graph "
-                    "(was it injected with this batch?)"
-                )
+                raise _no_haystack(request.question_id)
         query_terms = self.query_terms(terms)
         query = or_query(query_terms)
         candidates: list[tuple[ftq.SourceKind, dict]] = []
+        documents = 0
         for source in sources:
-            if haystack is not None and self.ranking == "haystack":
-                rows = self._haystack_search(request, source, query_terms, trace)
+            if in_haystack:
+                rows, read = self._haystack_search(request, source, query_terms, trace)
+                documents += read
                 candidates.extend((source.source, row) for row in rows)
                 continue
             # The rows of `ftq.search_statement`, fetched through the engine's bounded call
@@ -211,6 +213,8 @@ class FulltextRetriever:
                 namespace=namespace_of(request.question_id),
             )
             candidates.extend((source.source, row) for row in rows)
+        if in_haystack and not documents and not self.haystack(request.question_id, trace):
+            raise _no_haystack(request.question_id)
         candidates += self._successors(candidates, trace)
         items, context = self._rank(candidates, request.top_k)
         return RetrievalOutput(items=items, context=context)
@@ -221,9 +225,10 @@ class FulltextRetriever:
         source: ftq.FulltextSource,
         query_terms: list[str],
         trace: RetrievalTrace,
-    ) -> list[dict]:
-        """One source's top k within the question's haystack, ranked here (`haystack_bm25`);
-        the rows are `picked_statement`'s, as on the engine path."""
+    ) -> tuple[list[dict], int]:
+        """One source's top k within the question's haystack, ranked here (`haystack_bm25`),
+        as the engine path's rows (`picked_statement`'s; turns straight from their read), and
+        how many nodes were ranked."""
         params: dict[str, Any] = {"question_id": request.question_id}
         if source.source.kind == "fact":
             params["namespace"] = namespace_of(request.question_id)
@@ -239,14 +244,18 @@ class FulltextRetriever:
         # N is the documents read's `rows` in the trace; the whole ranking follows from the
         # pins and the graph's fingerprint.
         log.debug("%s: %s", request.question_id, stats.describe(source.source.kind))
-        if not picked:
-            return []
-        return self.reader.read(
+        if not picked or source.source.turn_link is None:
+            by_id = {str(d["id"]): d for d in docs}
+            return [
+                {**by_id[p["id"]], "turn_ids": [p["id"]], "score": p["score"]} for p in picked
+            ], len(docs)
+        rows = self.reader.read(
             ftq.picked_statement(source.source),
             {"picked": picked},
             trace=trace,
             max_rows=len(picked),
         )
+        return rows, len(docs)
 
     def _successors(
         self, candidates: list[tuple[ftq.SourceKind, dict]], trace: RetrievalTrace
@@ -388,6 +397,13 @@ def current_first(
     for candidate in candidates:
         emit(candidate)
     return out
+
+
+def _no_haystack(question_id: str) -> RetrievalError:
+    return RetrievalError(
+        f"question {question_id!r} has no haystack sessions in the graph "
+        "(was it injected with this batch?)"
+    )
 
 
 def _turn_sort_key(turn_id: str) -> tuple[str, int]:

@@ -245,15 +245,20 @@ SESSION_LINKS: dict[str, str] = {
 
 def haystack_documents_statement(source: SourceKind) -> str:
     """Rows `{id, text}`: every node of `source` in `$question_id`'s haystack (facts: of
-    `$namespace` or of none)."""
+    `$namespace` or of none). Turns also carry the rest of `search_statement`'s row
+    (session_id, role, timestamp), so their top k needs no second read."""
     keep = ""
     if source.kind == "fact":
         keep = "WHERE node.namespace IS NULL OR node.namespace = $namespace\n"
+    more = ""
+    if source.turn_link is None:
+        more = ", node.session_id AS session_id, node.role AS role, node.timestamp AS timestamp"
     return (
         f"MATCH (:{schema.QUESTION} {{question_id: $question_id}})-[:{schema.HAYSTACK}]->"
         f"(:{schema.SESSION})-[:{SESSION_LINKS[source.kind]}]->(node:{source.label})\n"
         f"{keep}"
         f"RETURN DISTINCT node.{source.id_property} AS id, node.{source.text_property} AS text"
+        f"{more}"
     )
 
 

@@ -23,11 +23,10 @@ then id, as the engine path orders its rows.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
-
-from eval_pipeline.retrieve.terms import words
 
 K1 = 1.2
 B = 0.75
@@ -40,6 +39,15 @@ PINS: dict[str, Any] = {
     "statistics": "per question haystack and source: N, df, avgdl in tokens",
     "tokenizer": r"lower-cased \w+ (retrieve.terms.words)",
 }
+
+_WORD = re.compile(r"\w+", re.UNICODE)  # `terms.words`' pattern, each match then lower-cased
+
+
+def token_counts(text: str) -> tuple[int, Counter[str]]:
+    """(length in tokens, count per token) of `text`, tokens exactly as `terms.words` makes
+    them; one regex pass and C-level counting (this runs on every haystack text)."""
+    tokens = _WORD.findall(text)
+    return len(tokens), Counter(map(str.lower, tokens))
 
 
 @dataclass(frozen=True)
@@ -63,14 +71,13 @@ def rank(
     """The top k `{id, score}` of `docs` (id, text) for the query terms (score > 0 only),
     score descending then id; and the statistics used."""
     terms = list(dict.fromkeys(t.lower() for t in query_terms if t))
-    wanted = set(terms)
     lengths: list[int] = []
-    counts: list[Counter[str]] = []
+    counts: list[dict[str, int]] = []
     df: Counter[str] = Counter()
     for _, text in docs:
-        tokens = words(text or "")
-        lengths.append(len(tokens))
-        hits = Counter(t for t in tokens if t in wanted)
+        length, tokens = token_counts(text or "")
+        lengths.append(length)
+        hits = {t: tokens[t] for t in terms if t in tokens}
         counts.append(hits)
         df.update(hits.keys())
     n = len(docs)

@@ -44,6 +44,64 @@ def test_bm25_uses_the_stated_formula_and_the_haystacks_own_statistics():
     assert haystack_bm25.rank([], ["bike"], 5) == ([], haystack_bm25.HaystackStats(0, 0.0, 0))
 
 
+def test_tokens_are_the_query_tokenizers_own():
+    """A text token and a query term compare equal exactly when `terms.words` says so."""
+    from eval_pipeline.retrieve.terms import words
+
+    text = "Ça dépend | İstanbul's Road-BIKE, 12.5 km; naïve ΣΊΣΥΦΟΣ don't"
+    length, counts = haystack_bm25.token_counts(text)
+    assert length == len(words(text)) and counts == __import__("collections").Counter(words(text))
+
+
+def test_an_unknown_question_is_still_an_error(fixture_store):
+    from eval_pipeline.retrieve.protocol import RetrievalError
+
+    retriever = FulltextRetriever(RetrievalEnv(store=fixture_store), ranking="haystack")
+    with pytest.raises(RetrievalError, match="no haystack"):
+        retriever.retrieve(
+            RetrievalRequest(question_id="nope", question="bike?", question_date="d"),
+            RetrievalTrace(),
+        )
+
+
+def test_chunks_and_facts_are_ranked_in_the_haystack_and_the_namespace(scratch_store):
+    """Chunks of q_music's sessions are ranked and read back with their turns; a fact of
+    another user's namespace on a shared session (s_shared) is never returned, one of
+    q_music's own or of none is."""
+    scratch_store.write(
+        "MATCH (s:Session)-[:HAS_TURN]->(t:Turn) WHERE s.session_id IN ['s_violin', 's_bakery'] "
+        "CREATE (s)-[:HAS_CHUNK]->(c:Chunk {chunk_id: t.turn_id + '#chunk', "
+        "session_id: s.session_id, index: t.index, text: t.text, reconciler: 'test'})"
+        "-[:FROM_TURN]->(t)"
+    )
+    for fact_id, namespace, text in (
+        ("f_mine", "user:q_music", "The violin teacher is Anna, says the pasta session."),
+        ("f_other", "user:q_bike", "The violin teacher is Boris, says the pasta session."),
+    ):
+        scratch_store.write(
+            "MATCH (s:Session {session_id: 's_shared'})-[:HAS_TURN]->(t:Turn {index: 0}) "
+            "CREATE (s)-[:HAS_FACT]->(f:Fact {fact_id: $id, session_id: 's_shared', "
+            "namespace: $ns, text: $text, reconciler: 'test'})-[:FROM_TURN]->(t)",
+            {"id": fact_id, "ns": namespace, "text": text},
+        )
+    http = scratch_store.http()  # the sources are the indexed ones, whatever the ranking
+    for label in ("Chunk", "Fact"):
+        http.sql(scratch_store.database, f"CREATE PROPERTY {label}.text IF NOT EXISTS STRING")
+        http.sql(scratch_store.database, f"CREATE INDEX IF NOT EXISTS ON {label} (text) FULL_TEXT")
+    output, trace, retriever = _retrieve(
+        scratch_store, "q_music", ranking="haystack", sources=["chunk", "fact"]
+    )
+    kinds = {i.kind for i in output.items}
+    assert kinds == {"chunk", "fact"}, output.items
+    texts = [i.text for i in output.items]
+    assert any("Anna" in t for t in texts if "pasta" in t)
+    assert not any("Boris" in t for t in texts), "another user's fact"
+    assert {s for i in output.items for s in i.session_ids} <= HAYSTACKS["q_music"]
+    chunk = next(i for i in output.items if i.kind == "chunk")
+    assert chunk.turn_ids == [chunk.node_ids[0].removesuffix("#chunk")]
+    assert not any("db.index.fulltext" in q.query for q in trace.queries)
+
+
 @pytest.mark.parametrize("qid", sorted(QUESTIONS))
 def test_haystack_ranking_finds_the_right_turn_and_never_leaves_the_haystack(fixture_store, qid):
     output, trace, retriever = _retrieve(fixture_store, qid, ranking="haystack")
@@ -80,7 +138,7 @@ def test_other_users_sessions_change_neither_items_nor_scores(fixture_store, scr
     pairs = [(i.turn_ids, i.score) for i in after.items]
     assert pairs == [(i.turn_ids, i.score) for i in before.items]
     assert not any("s_flood" in s for i in after.items for s in i.session_ids)
-    documents = trace.queries[1]
+    documents = trace.queries[0]
     assert "RETURN DISTINCT node.turn_id AS id" in documents.query
     assert documents.rows == 7, "N: the turns of q_bike's three sessions"
     # The contrast that makes the test mean something: the engine's scores did move.
