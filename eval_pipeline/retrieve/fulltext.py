@@ -232,12 +232,13 @@ class FulltextRetriever:
         params: dict[str, Any] = {"question_id": request.question_id}
         if source.source.kind == "fact":
             params["namespace"] = namespace_of(request.question_id)
-        docs = self.reader.read(
-            ftq.haystack_documents_statement(source.source),
-            params,
-            trace=trace,
-            max_rows=HAYSTACK_MAX_ROWS,
+        found = self.reader.read(
+            ftq.haystack_documents_statement(source.source), params, trace=trace, max_rows=1
         )
+        docs = [
+            dict(zip(ftq.HAYSTACK_DOC_FIELDS, doc, strict=False))
+            for doc in (found[0]["docs"] if found else None) or []
+        ]
         picked, stats = haystack_bm25.rank(
             [(str(d["id"]), str(d.get("text") or "")) for d in docs], query_terms, request.top_k
         )

@@ -244,22 +244,27 @@ SESSION_LINKS: dict[str, str] = {
 
 
 def haystack_documents_statement(source: SourceKind) -> str:
-    """Rows `{id, text}`: every node of `source` in `$question_id`'s haystack (facts: of
-    `$namespace` or of none). Turns also carry the rest of `search_statement`'s row
-    (session_id, role, timestamp), so their top k needs no second read."""
+    """One row, `docs`: `[id, text]` of every node of `source` in `$question_id`'s haystack
+    (facts: of `$namespace` or of none); turns add session_id, role and timestamp (the rest
+    of `search_statement`'s row), so their top k needs no second read. One row of lists, not
+    a row per node: the driver decodes it in half the time (probed on ArcadeDB, ~480 turns:
+    38 ms against 78 ms at the median); a list keeps its nulls, so fields stay in step."""
     keep = ""
     if source.kind == "fact":
         keep = "WHERE node.namespace IS NULL OR node.namespace = $namespace\n"
-    more = ""
+    fields = [f"node.{source.id_property}", f"node.{source.text_property}"]
     if source.turn_link is None:
-        more = ", node.session_id AS session_id, node.role AS role, node.timestamp AS timestamp"
+        fields += ["node.session_id", "node.role", "node.timestamp"]
     return (
         f"MATCH (:{schema.QUESTION} {{question_id: $question_id}})-[:{schema.HAYSTACK}]->"
         f"(:{schema.SESSION})-[:{SESSION_LINKS[source.kind]}]->(node:{source.label})\n"
         f"{keep}"
-        f"RETURN DISTINCT node.{source.id_property} AS id, node.{source.text_property} AS text"
-        f"{more}"
+        "WITH DISTINCT node\n"
+        f"RETURN collect([{', '.join(fields)}]) AS docs"
     )
+
+
+HAYSTACK_DOC_FIELDS = ("id", "text", "session_id", "role", "timestamp")
 
 
 # (statement, params, max_rows) -> rows: the retriever's guarded, traced read.

@@ -139,7 +139,8 @@ def test_other_users_sessions_change_neither_items_nor_scores(fixture_store, scr
     assert pairs == [(i.turn_ids, i.score) for i in before.items]
     assert not any("s_flood" in s for i in after.items for s in i.session_ids)
     documents = trace.queries[0]
-    assert "RETURN DISTINCT node.turn_id AS id" in documents.query
-    assert documents.rows == 7, "N: the turns of q_bike's three sessions"
+    assert "collect([node.turn_id, node.text" in documents.query
+    docs = scratch_store.read(documents.query, documents.params)[0]["docs"]
+    assert len(docs) == 7, "N: the turns of q_bike's three sessions, no more"
     # The contrast that makes the test mean something: the engine's scores did move.
     assert [i.score for i in engine_after.items] != [i.score for i in engine_before.items]
