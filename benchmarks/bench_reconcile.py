@@ -11,7 +11,10 @@
 2. `extractive`, pure extraction (no graph, one process) over every distinct session of the
    full-scale generated corpus: sessions per second.
 3. `extractive` through the runner into the embedded ArcadeDB for `--graph-sessions` sessions
-   (0 skips): sessions per second including one write transaction per session.
+   (0 skips): sessions per second including the graph writes, side by side on the same
+   sessions in two fresh databases of one server: one write transaction per session
+   (`write_batch=1`, before issue 29) and the default batched writes; the rate projected to
+   the S-shaped file's sessions against the target (issue 29: S in <= 120 s).
 
     .venv/bin/python -m benchmarks.bench_reconcile [--sessions 1000] [--graph-sessions 1000]
 """
@@ -33,7 +36,7 @@ from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy, RoleConfig
 from eval_pipeline.reconcile import load_reconciler, reconcile_pending
 from eval_pipeline.reconcile.extractive import ExtractiveReconciler
 from eval_pipeline.reconcile.models import SessionInput, SessionTurn
-from eval_pipeline.reconcile.runner import ReconcileReport
+from eval_pipeline.reconcile.runner import WRITE_BATCH, ReconcileReport
 from eval_pipeline.reconcile.session_graph import InMemorySessionGraph
 from eval_pipeline.settings import state_dir
 from eval_pipeline_tests.wire_server import WireServerProcess
@@ -42,6 +45,8 @@ RESPONDER = "eval_pipeline_tests.reconcile.fake_model:respond_after_100ms"
 DELAY_S = 0.1
 TARGET_RATIO = 1.3
 TARGET_CACHED_FRACTION = 0.10
+TARGET_S_SECONDS = 120.0  # issue 29: extractive over the S-shaped file on one instance
+S_SESSIONS = 19_620  # distinct sessions of the generated S file (seed 0)
 
 
 def corpus_file(questions: int, seed: int) -> Path:
@@ -210,22 +215,39 @@ def bench_graph(sessions: list[SessionInput], concurrency: int, llm: bool) -> No
     n = len(sessions)
     data_dir = state_dir() / "bench" / "reconcile_arcadedb"
     store = GraphStore(data_dir=str(data_dir), database="reconcile_bench", heap="1g")
+    old = GraphStore(data_dir=str(data_dir), database="reconcile_bench_each", heap="1g")
     try:
         with tempfile.TemporaryDirectory() as tmp:
             inject(store, sessions, Path(tmp))
+            inject(old, sessions, Path(tmp))
+        rates = {}
+        for label, target, batch in (
+            ("one transaction per session", old, 1),
+            ("batched writes", store, WRITE_BATCH),
+        ):
+            print(
+                f"== extractive reconciler into the embedded ArcadeDB: {n} sessions, "
+                f"concurrency {concurrency}, {label} (write_batch {batch})"
+            )
+            started = time.perf_counter()
+            report = reconcile_pending(
+                target, ExtractiveReconciler(), concurrency=concurrency, write_batch=batch
+            )
+            wall = time.perf_counter() - started
+            check(report, n)
+            t = report.timings
+            rates[batch] = n / wall
+            print(
+                f"wall {wall:.1f} s: {n / wall:.0f} sessions/s with graph writes "
+                f"(write {t.get('write_mean_s', 0) * 1000:.1f} ms/session mean, "
+                f"p95 {t.get('write_p95_s', 0) * 1000:.1f} ms; nodes {report.graph_nodes})"
+            )
+        projected = S_SESSIONS / rates[WRITE_BATCH]
         print(
-            f"== extractive reconciler into the embedded ArcadeDB: {n} sessions, "
-            f"concurrency {concurrency}, one write transaction per session"
-        )
-        started = time.perf_counter()
-        report = reconcile_pending(store, ExtractiveReconciler(), concurrency=concurrency)
-        wall = time.perf_counter() - started
-        check(report, n)
-        t = report.timings
-        print(
-            f"wall {wall:.1f} s: {n / wall:.0f} sessions/s with graph writes "
-            f"(write {t.get('write_mean_s', 0) * 1000:.1f} ms/session mean, "
-            f"p95 {t.get('write_p95_s', 0) * 1000:.1f} ms; nodes {report.graph_nodes})"
+            f"batched / one each: {rates[WRITE_BATCH] / rates[1]:.2f}x; S ({S_SESSIONS} "
+            f"sessions) projected {projected:.0f} s batched, {S_SESSIONS / rates[1]:.0f} s one "
+            f"each; target S <= {TARGET_S_SECONDS:.0f} s: "
+            f"{'OK' if projected <= TARGET_S_SECONDS else 'MISSED'} (projected from {n})"
         )
         if llm:
             print(
@@ -247,6 +269,7 @@ def bench_graph(sessions: list[SessionInput], concurrency: int, llm: bool) -> No
                 )
     finally:
         store.close()
+        old.close()
         graph_server.stop(data_dir)
 
 
@@ -261,11 +284,13 @@ def main() -> None:
         "--llm-graph", action="store_true", help="also the llm batch into the graph"
     )
     parser.add_argument("--skip-pure", action="store_true", help="skip part 2 (full corpus)")
+    parser.add_argument("--skip-llm", action="store_true", help="skip part 1")
     args = parser.parse_args()
 
     path = corpus_file(args.questions, args.seed)
     first = list(corpus_sessions(path, limit=max(args.sessions, args.graph_sessions)))
-    bench_llm(first[: args.sessions], args.concurrency)
+    if not args.skip_llm:
+        bench_llm(first[: args.sessions], args.concurrency)
     if not args.skip_pure:
         bench_extractive_pure(path)
     if args.graph_sessions:

@@ -6,6 +6,12 @@ offline reader, payload tokens), and, interleaved question by question so drift 
 alike, the bare full-text query for the same terms (the limit: the dialect's own
 `CALL ... queryNodes ... RETURN turn_id, score LIMIT k`, no guard, no haystack, no text),
 with the ratio retrieval/bare. Also the graph-state fingerprint time the asset adds twice.
+At scope `question` both rankings run side by side, question by question: `engine` (the
+full-text index across the graph, then the haystack filter) and `haystack` (BM25 over the
+question's own haystack, `retrieve.haystack_bm25`), each with its turn-level evidence recall
+(recall_any/recall_all@k against the goldens' evidence turns, abstention and questions without
+evidence left out), and the target (issue 29): `haystack` p95 <= 300 ms, recall not below
+`engine`'s. `--sample-recall` does the same on the bundled sample (every question).
 
     .venv/bin/python -m benchmarks.bench_retrieval [--questions 500] [--sample 100] [--top-k 10]
 
@@ -41,10 +47,13 @@ from eval_pipeline.retrieve.protocol import RetrievalEnv
 from eval_pipeline.retrieve.reader import ExtractiveReader
 from eval_pipeline.retrieve.runner import QuestionInput, RetrievalRunner, questions_from_goldens
 from eval_pipeline.retrieve.terms import or_query
+from eval_pipeline.score.retrieval_metrics import dedupe, recall_all_at_k, recall_any_at_k
 from eval_pipeline.score.tokens import PayloadTokenizer
 from eval_pipeline.settings import state_dir
 
 WARMUP_QUESTIONS = 5
+TARGET_P95_MS = 300.0  # issue 29: retrieval p95 at S scale, ranking `haystack`
+RECALL_KS = (5, 10)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -144,6 +153,116 @@ def run_scope(
     }
 
 
+def evidence_of(goldens: list[dict]) -> dict[str, set[str]]:
+    """question id -> evidence turn ids, for the questions recall is scored on."""
+    out: dict[str, set[str]] = {}
+    for row in goldens:
+        meta = row.get("additional_metadata") or {}
+        turns = set(meta.get("evidence_turn_ids") or [])
+        if turns and not meta.get("abstention"):
+            out[row["name"]] = turns
+    return out
+
+
+def run_rankings(
+    store: GraphStore,
+    retrievers: dict[str, FulltextRetriever],
+    questions: list[QuestionInput],
+    top_k: int,
+    tokenizer: PayloadTokenizer,
+    evidence: dict[str, set[str]],
+    *,
+    bare: bool = True,
+) -> dict[str, dict]:
+    """Scope `question`, every retriever on each question in turn (and the bare query), so
+    drift on a loaded machine hits all alike; latency percentiles and turn-level recall."""
+    runners = {
+        name: RetrievalRunner(
+            r,
+            ExtractiveReader(),
+            scope="question",
+            top_k=top_k,  # type: ignore[arg-type]
+            count_tokens=tokenizer.count_context,
+        )
+        for name, r in retrievers.items()
+    }
+    first = next(iter(retrievers.values()))
+    for q in questions[:WARMUP_QUESTIONS]:
+        for runner in runners.values():
+            runner.run_one(q)
+    latency: dict[str, list[float]] = {name: [] for name in runners}
+    recall: dict[str, dict[str, list[float]]] = {name: {} for name in runners}
+    failed = dict.fromkeys(runners, 0)
+    bare_ms: list[float] = []
+    for q in questions:
+        if bare:
+            bare_ms.append(_bare(store, first, q, top_k))
+        for name, runner in runners.items():
+            result = runner.run_one(q)
+            failed[name] += result.answer is None
+            if result.retrieval_latency_ms is not None:
+                latency[name].append(result.retrieval_latency_ms)
+            gold = evidence.get(q.question_id)
+            if gold:
+                ranked = dedupe(t for item in result.items for t in item.turn_ids)
+                for k in RECALL_KS:
+                    recall[name].setdefault(f"recall_any@{k}", []).append(
+                        recall_any_at_k(ranked, gold, k) or 0.0
+                    )
+                    recall[name].setdefault(f"recall_all@{k}", []).append(
+                        recall_all_at_k(ranked, gold, k) or 0.0
+                    )
+    out: dict[str, dict] = {}
+    for name in runners:
+        ms = latency[name]
+        out[name] = {
+            "questions": len(questions),
+            "failed": failed[name],
+            "retrieval_p50_ms": round(percentile(ms, 50), 2) if ms else None,
+            "retrieval_p95_ms": round(percentile(ms, 95), 2) if ms else None,
+            "recall_questions": len(next(iter(recall[name].values()), [])),
+            **{m: round(statistics.fmean(v), 4) for m, v in recall[name].items()},
+        }
+    if bare_ms:
+        out["bare"] = {
+            "bare_p50_ms": round(percentile(bare_ms, 50), 2),
+            "bare_p95_ms": round(percentile(bare_ms, 95), 2),
+        }
+    return out
+
+
+def print_rankings(label: str, results: dict[str, dict]) -> None:
+    for name in ("engine", "haystack"):
+        r = results[name]
+        recall = "  ".join(f"{m} {r[m]:.3f}" for m in sorted(r) if "@" in m)
+        print(
+            f"{label} ranking {name:8}: p50 {r['retrieval_p50_ms']:8.2f} ms  p95 "
+            f"{r['retrieval_p95_ms']:8.2f} ms | {r['recall_questions']} scored: {recall} "
+            f"({r['failed']} without answer)",
+            flush=True,
+        )
+
+
+def verdicts(results: dict[str, dict], *, latency: bool) -> list[str]:
+    """The targets, each OK or MISSED."""
+    old, new = results["engine"], results["haystack"]
+    lines = []
+    if latency:
+        p95 = new["retrieval_p95_ms"]
+        lines.append(
+            f"target retrieval p95 <= {TARGET_P95_MS:.0f} ms (haystack): {p95:.1f} ms "
+            f"(engine {old['retrieval_p95_ms']:.1f} ms, same run) "
+            f"{'OK' if p95 <= TARGET_P95_MS else 'MISSED'}"
+        )
+    for m in sorted(k for k in new if k.startswith("recall_") and "@" in k):
+        ok = new[m] >= old[m]
+        lines.append(
+            f"target {m} haystack >= engine: {new[m]:.3f} vs {old[m]:.3f} "
+            f"{'OK' if ok else 'MISSED'}"
+        )
+    return lines
+
+
 def _bare(store: GraphStore, retriever: FulltextRetriever, q: QuestionInput, k: int) -> float:
     """Latency (ms) of the dialect's plain full-text query for the question's terms."""
     terms = retriever.terms(q.question)
@@ -151,6 +270,36 @@ def _bare(store: GraphStore, retriever: FulltextRetriever, q: QuestionInput, k: 
     t = time.perf_counter()
     store.read(cypher, params, max_rows=k)
     return (time.perf_counter() - t) * 1000
+
+
+def sample_rankings(store: GraphStore, top_k: int, tokenizer: PayloadTokenizer) -> dict:
+    """Both rankings on every question of the bundled sample, in a database of its own on the
+    same server."""
+    out = state_dir() / "bench" / "retrieval_corpus_bundled_sample"
+    if not (out / FIXTURES_FILE).exists():
+        build_corpus(resolve_upstream(UpstreamSpec(), verify=True), out, SampleSpec())
+    sample_store = GraphStore(
+        data_dir=store.data_dir, database="bench_retrieval_sample", heap=store.heap
+    )
+    try:
+        prepare_graph(sample_store, out / FIXTURES_FILE)
+        goldens = list(read_jsonl(out / GOLDENS_FILE))
+        env = RetrievalEnv(store=sample_store, backend=sample_store.dialect.name)
+        rankings = {
+            "engine": FulltextRetriever(env),
+            "haystack": FulltextRetriever(env, ranking="haystack"),
+        }
+        return run_rankings(
+            sample_store,
+            rankings,
+            questions_from_goldens(goldens),
+            top_k,
+            tokenizer,
+            evidence_of(goldens),
+            bare=False,
+        )
+    finally:
+        sample_store.close()
 
 
 def main() -> None:
@@ -161,6 +310,10 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=100, help="questions timed; 0 = all")
     parser.add_argument("--heap", default="2g")
     parser.add_argument("--keep-server", action="store_true", help="leave the server running")
+    parser.add_argument("--skip-batch", action="store_true", help="time scope question only")
+    parser.add_argument(
+        "--sample-recall", action="store_true", help="also both rankings on the bundled sample"
+    )
     args = parser.parse_args()
 
     corpus = prepare_corpus(args.questions, args.seed)
@@ -180,9 +333,28 @@ def main() -> None:
             f"timing {len(questions)} of them"
         )
         tokenizer = PayloadTokenizer()
-        retriever = FulltextRetriever(RetrievalEnv(store=store, backend=store.dialect.name))
+        env = RetrievalEnv(store=store, backend=store.dialect.name)
+        retriever = FulltextRetriever(env)
+        rankings = {"engine": retriever, "haystack": FulltextRetriever(env, ranking="haystack")}
         results: dict[str, dict] = {}
-        for scope in ("question", "batch"):
+        evidence = evidence_of(read_jsonl(corpus / GOLDENS_FILE))
+        results["question_rankings"] = side = run_rankings(
+            store, rankings, questions, args.top_k, tokenizer, evidence
+        )
+        print_rankings("S scope question", side)
+        print(
+            f"bare full-text query p50 {side['bare']['bare_p50_ms']:.2f} ms "
+            f"p95 {side['bare']['bare_p95_ms']:.2f} ms"
+        )
+        lines = verdicts(side, latency=True)
+        if args.sample_recall:
+            results["sample_rankings"] = sample = sample_rankings(store, args.top_k, tokenizer)
+            print_rankings("bundled sample", sample)
+            lines += [f"bundled sample: {line}" for line in verdicts(sample, latency=False)]
+        for line in lines:
+            print(line, flush=True)
+        results["targets"] = {"lines": lines}
+        for scope in () if args.skip_batch else ("batch",):
             r = results[scope] = run_scope(
                 store, retriever, questions, scope, args.top_k, tokenizer
             )

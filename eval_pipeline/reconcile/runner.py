@@ -4,7 +4,11 @@ under other pins, or all with `redo`.
 Three kinds of task share one event loop:
 - a loader reads sessions with their turns in batches and queues them;
 - `concurrency` workers each take a session, run the reconciler, check its output;
-- one writer writes each result (or the failure) to the graph, in session order of arrival.
+- one writer writes each result (or the failure) to the graph, in session order of arrival;
+  the results already waiting when it is free (at most `write_batch`) of untouched (pending)
+  sessions go in one transaction (`writer.write_sessions_memory`: measured on ArcadeDB,
+  38 → 18 ms a session in batches of 100), and should that transaction fail, each is
+  written alone, so a bad session still fails by itself.
 Writes are serialised anyway (see `writer`), so a single writer costs nothing and lets the
 workers keep the model busy while the graph is being written. Queues are bounded, so memory
 stays flat on a 20k-session graph.
@@ -41,12 +45,14 @@ from eval_pipeline.reconcile.namespace_graph import clear_all_namespaces, consol
 from eval_pipeline.reconcile.protocol import ReconcilerUnavailable, pins_of
 from eval_pipeline.reconcile.reader import status_counts
 from eval_pipeline.reconcile.session_graph import StoreSessionGraph, as_session_graph
+from eval_pipeline.reconcile.writer import SessionNotFound
 
 LOAD_BATCH = 200  # sessions per read: ~2k turns, ~2.5 MB on LongMemEval_S
 # A run over at least this many sessions (and a tenth of the graph) is a bulk run: full-text
 # indexes are dropped first and built once at the end, instead of updated on every write.
 BULK_MIN_SESSIONS = 50
 MAX_REASON_CHARS = 500
+WRITE_BATCH = 100  # sessions per write transaction at most (1: one transaction each)
 
 
 class SessionFailure(BaseModel):
@@ -136,6 +142,7 @@ def reconcile_pending(
     extra_pins: dict[str, Any] | None = None,
     audit: SessionAudit | None = None,
     namespace_progress: Callable[[int, int], None] | None = None,
+    write_batch: int = WRITE_BATCH,
 ) -> ReconcileReport:
     """Blocking form of `reconcile_pending_async` (runs its own event loop)."""
     return _run_sync(
@@ -148,6 +155,7 @@ def reconcile_pending(
             extra_pins=extra_pins,
             audit=audit,
             namespace_progress=namespace_progress,
+            write_batch=write_batch,
         )
     )
 
@@ -162,6 +170,7 @@ async def reconcile_pending_async(
     extra_pins: dict[str, Any] | None = None,
     audit: SessionAudit | None = None,
     namespace_progress: Callable[[int, int], None] | None = None,
+    write_batch: int = WRITE_BATCH,
 ) -> ReconcileReport:
     """`store` is a GraphStore, or any SessionGraph (e.g. InMemorySessionGraph).
 
@@ -174,6 +183,8 @@ async def reconcile_pending_async(
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
+    if write_batch < 1:
+        raise ValueError("write_batch must be at least 1")
     started = time.perf_counter()
     pins = pins_of(reconciler)
     if extra_pins:
@@ -208,9 +219,12 @@ async def reconcile_pending_async(
     touched: set[str] = set()
 
     sessions_q: asyncio.Queue[SessionInput | None] = asyncio.Queue(maxsize=concurrency * 2)
+    # Room for a whole write batch: results pile up while the writer is busy, and the
+    # next transaction takes what is there.
     results_q: asyncio.Queue[tuple[SessionInput, SessionMemory | BaseException] | None] = (
-        asyncio.Queue(maxsize=concurrency * 2)
+        asyncio.Queue(maxsize=max(concurrency * 2, write_batch))
     )
+    write_many = getattr(graph, "write_many", None) if write_batch > 1 else None
     failures: list[SessionFailure] = []
     written: dict[str, int] = {label: 0 for label in schema.NODE_LABELS}
     reconcile_times: list[float] = []
@@ -240,49 +254,110 @@ async def reconcile_pending_async(
             reconcile_times.append(time.perf_counter() - t)
             await results_q.put((session, outcome))
 
-    async def writer() -> None:
+    finished = 0
+
+    def wrote(session: SessionInput, memory: SessionMemory, seconds: float) -> None:
         nonlocal done
-        finished = 0
-        while (item := await results_q.get()) is not None:
-            session, outcome = item
-            replace = statuses.get(session.session_id) != schema.PENDING
+        done += 1
+        touched.add(session.session_id)
+        for label, n in memory.node_counts().items():
+            written[label] += n
+        write_times.append(seconds)
+        report_progress()
+
+    def report_progress() -> None:
+        nonlocal finished
+        finished += 1
+        if progress is not None:
+            progress(
+                ReconcileProgress(
+                    finished=finished,
+                    to_do=len(to_do),
+                    done=done,
+                    failed=len(failures),
+                    elapsed_s=round(time.perf_counter() - started, 3),
+                )
+            )
+
+    async def write_group(items: list[tuple[SessionInput, SessionMemory | BaseException]]) -> None:
+        """Untouched sessions' memories in one transaction, the rest (and all of them if
+        that transaction fails) one by one."""
+        batchable = [  # the items themselves: `alone` tells them apart by identity
+            item
+            for item in items
+            if isinstance(item[1], SessionMemory)
+            and statuses.get(item[0].session_id) == schema.PENDING
+        ]
+        if write_many is None or len(batchable) < 2:
+            batchable = []
+        picked = {id(item) for item in batchable}
+        alone = [item for item in items if id(item) not in picked]
+        if batchable:
             t = time.perf_counter()
-            if isinstance(outcome, SessionMemory):
-                try:
-                    await asyncio.to_thread(
-                        graph.write, outcome, version=version, replace=replace, pins_key=key
-                    )
-                    done += 1
-                    touched.add(session.session_id)
-                    for label, n in outcome.node_counts().items():
-                        written[label] += n
-                except Exception as exc:  # refused by the server: this session fails
-                    outcome = RuntimeError(f"graph write failed: {failure_reason(exc)}")
-            if isinstance(outcome, BaseException):
-                reason = failure_reason(outcome)
-                # If even this write fails, the graph is unusable: let it stop the run.
+            try:
+                memories = [o for _, o in batchable]
+                missing = await asyncio.to_thread(
+                    write_many, memories, version=version, pins_key=key
+                )
+            except Exception:  # nothing was written: each alone, a bad one fails by itself
+                alone = items
+            else:
+                share = (time.perf_counter() - t) / len(batchable)
+                for session, memory in batchable:
+                    if session.session_id in missing:
+                        gone = SessionNotFound(
+                            f"session {session.session_id!r} is not in the graph"
+                        )
+                        await write_one(
+                            session, RuntimeError(f"graph write failed: {failure_reason(gone)}")
+                        )
+                    else:
+                        wrote(session, memory, share)  # type: ignore[arg-type]
+        for session, outcome in alone:
+            await write_one(session, outcome)
+
+    async def write_one(session: SessionInput, outcome: SessionMemory | BaseException) -> None:
+        replace = statuses.get(session.session_id) != schema.PENDING
+        t = time.perf_counter()
+        if isinstance(outcome, SessionMemory):
+            try:
                 await asyncio.to_thread(
-                    graph.mark_failed,
-                    session.session_id,
-                    reason,
-                    reconciler=name,
-                    version=version,
-                    pins_key=key,
-                    clear=session.session_id in foreign,
+                    graph.write, outcome, version=version, replace=replace, pins_key=key
                 )
-                failures.append(SessionFailure(session_id=session.session_id, reason=reason))
-            write_times.append(time.perf_counter() - t)
-            finished += 1
-            if progress is not None:
-                progress(
-                    ReconcileProgress(
-                        finished=finished,
-                        to_do=len(to_do),
-                        done=done,
-                        failed=len(failures),
-                        elapsed_s=round(time.perf_counter() - started, 3),
-                    )
-                )
+            except Exception as exc:  # refused by the server: this session fails
+                outcome = RuntimeError(f"graph write failed: {failure_reason(exc)}")
+            else:
+                wrote(session, outcome, time.perf_counter() - t)
+                return
+        if isinstance(outcome, BaseException):
+            reason = failure_reason(outcome)
+            # If even this write fails, the graph is unusable: let it stop the run.
+            await asyncio.to_thread(
+                graph.mark_failed,
+                session.session_id,
+                reason,
+                reconciler=name,
+                version=version,
+                pins_key=key,
+                clear=session.session_id in foreign,
+            )
+            failures.append(SessionFailure(session_id=session.session_id, reason=reason))
+        write_times.append(time.perf_counter() - t)
+        report_progress()
+
+    async def writer() -> None:
+        while (item := await results_q.get()) is not None:
+            group = [item]
+            last = False
+            while len(group) < write_batch and not results_q.empty():
+                more = results_q.get_nowait()
+                if more is None:
+                    last = True
+                    break
+                group.append(more)
+            await write_group(group)
+            if last:
+                break
 
     async def workers_then_stop_writer() -> None:
         async with asyncio.TaskGroup() as group:

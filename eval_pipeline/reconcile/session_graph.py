@@ -27,7 +27,12 @@ from eval_pipeline.reconcile.reader import (
     read_statuses,
     reconciled_node_counts,
 )
-from eval_pipeline.reconcile.writer import mark_failed, record_memory, write_session_memory
+from eval_pipeline.reconcile.writer import (
+    mark_failed,
+    record_memory,
+    write_session_memory,
+    write_sessions_memory,
+)
 
 
 class SessionGraph(Protocol):
@@ -98,6 +103,12 @@ class StoreSessionGraph:
         write_session_memory(
             self.store, memory, version=version, replace=replace, pins_key=pins_key
         )
+
+    def write_many(
+        self, memories: Sequence[SessionMemory], *, version: str, pins_key: str | None = None
+    ) -> set[str]:
+        """Untouched sessions' memories in one transaction; the ids the graph lacked."""
+        return write_sessions_memory(self.store, memories, version=version, pins_key=pins_key)
 
     def mark_failed(
         self,

@@ -109,6 +109,26 @@ SET s.reconcile_status = '{schema.DONE}', s.reconcile_error = null,
 RETURN s.session_id AS session_id
 """
 
+# Many untouched (pending) sessions in one statement: the same writes as WRITE_SESSION, per
+# session row of `$sessions` (each row is `memory_params` without the shared fields). The
+# entities of the whole batch are merged first, once per key, by MERGE_ENTITIES in the same
+# transaction, so no two rows MERGE one key in one statement.
+MERGE_ENTITIES = f"""
+UNWIND $entities AS e
+MERGE (n:{schema.ENTITY} {{key: e.key}})
+ON CREATE SET n.name = e.name, n.type = e.type, n.reconciler = $reconciler
+RETURN count(n) AS entities
+"""
+
+WRITE_SESSIONS = (
+    f"UNWIND $sessions AS row\nMATCH (s:{SESSION} {{session_id: row.session_id}})\n"
+    + WRITE_SESSION.split("\n}\n", 1)[1]  # every CALL after the entities' MERGE
+    .replace("WITH s\n", "WITH s, row\n")
+    .replace("$session_id", "row.session_id")
+    .replace("UNWIND $", "UNWIND row.")
+)
+BATCH_SHARED_PARAMS = ("sessions", "reconciler", "version", "pins_key")
+
 MARK_FAILED = f"""
 MATCH (s:{SESSION} {{session_id: $session_id}})
 SET s.reconcile_status = '{schema.FAILED}', s.reconcile_error = $reason,
@@ -185,6 +205,41 @@ def write_session_memory(
         results = run_write_transaction(store, statements)
     if not results[-1]:
         raise SessionNotFound(f"session {memory.session_id!r} is not in the graph")
+
+
+def write_sessions_memory(
+    store: Any,
+    memories: Sequence[SessionMemory],
+    *,
+    version: str = "unversioned",
+    pins_key: str | None = None,
+) -> set[str]:
+    """Write the memories of untouched (pending) sessions in one transaction, all or nothing,
+    and mark them `done`; return the ids of the sessions the graph did not have (nothing was
+    written for them). One transaction for many sessions: the writes of one session are the
+    same as `write_session_memory`'s, without a transaction's fixed cost each."""
+    if not memories:
+        return set()
+    reconcilers = {m.reconciler for m in memories}
+    if len(reconcilers) != 1:
+        raise ValueError(f"one reconciler per batch, not {sorted(reconcilers)}")
+    entities: dict[str, dict[str, Any]] = {}
+    sessions: list[dict[str, Any]] = []
+    shared = ("reconciler", "version", "pins_key", "entities")
+    for memory in memories:
+        params = memory_params(memory, version, pins_key)
+        for e in params["entities"]:
+            entities.setdefault(e["key"], e)
+        sessions.append({k: v for k, v in params.items() if k not in shared})
+    common = {"reconciler": reconcilers.pop(), "version": version, "pins_key": pins_key}
+    statements = [
+        (MERGE_ENTITIES, {"entities": list(entities.values()), "reconciler": common["reconciler"]}),
+        (WRITE_SESSIONS, {**common, "sessions": sessions}),
+    ]
+    with WRITE_LOCK:
+        results = run_write_transaction(store, statements)
+    written = {str(row["session_id"]) for row in results[-1]}
+    return {m.session_id for m in memories} - written
 
 
 def mark_failed(

@@ -13,6 +13,10 @@ own top k; the merged list is ranked by score and cut to k, dropping a turn or c
 turns are all already covered by a better-ranked one (a chunk repeats part of its turn).
 Scope `question` keeps only sessions of the question's haystack, scope `batch` searches every
 session in the graph.
+Ranking (`ranking`): "engine" asks the full-text index, across the whole graph, and keeps
+the hits in scope; "haystack" (scope `question` only; `batch` still asks the engine) reads
+the question's own haystack nodes of each source and ranks them by BM25 with the haystack's
+own statistics (`retrieve.haystack_bm25`, pinned), which does not grow with the graph.
 Facts with history (a reconciler that supersedes, e.g. `consolidating`): a superseded fact is
 still retrieved, as history, but its current successor (fetched when the search missed it) is
 always ranked before it, and so before a turn or chunk that only says what it said; the
@@ -28,6 +32,7 @@ from eval_pipeline.graph.errors import GraphError
 from eval_pipeline.reconcile.namespace import namespace_of
 from eval_pipeline.reconcile.reader import declared_searchable, memory_census
 from eval_pipeline.retrieve import fulltext_queries as ftq
+from eval_pipeline.retrieve import haystack_bm25
 from eval_pipeline.retrieve.guarded_read import GuardedReader
 from eval_pipeline.retrieve.protocol import (
     RetrievalEnv,
@@ -49,6 +54,7 @@ from eval_pipeline.retrieve.terms import (
 log = logging.getLogger(__name__)
 
 CONTEXT_FORMATS = ("dated", "text")
+RANKINGS = ("engine", "haystack")
 HAYSTACK_MAX_ROWS = 100_000
 MAX_SUCCESSOR_HOPS = 8  # a fact superseded more often than this is shown without the rest
 
@@ -68,12 +74,14 @@ class FulltextRetriever:
         max_terms: int = 32,
         stemming: bool = True,
         max_forms_per_word: int = MAX_FORMS_PER_WORD,
+        ranking: str = "engine",
     ) -> None:
         """`sources`: "auto" (turns plus whatever else is indexed), or a list of kinds
         (turn, chunk, fact, episode). `context_format`: "dated" prefixes each context string
         with its date and speaker (the reader needs dates for temporal questions), "text" hands
         over the bare text. `max_terms` bounds the distinct question words searched;
-        `stemming` expands each into at most `max_forms_per_word` word forms."""
+        `stemming` expands each into at most `max_forms_per_word` word forms. `ranking`:
+        "engine" (the full-text index) or "haystack" (BM25 over the question's haystack)."""
         if env.backend not in ftq.BACKENDS:
             raise ValueError(
                 f"fulltext retriever: no full-text query for backend {env.backend!r}; "
@@ -82,6 +90,9 @@ class FulltextRetriever:
         # Every backend-specific statement comes from the dialect (the store's own, which
         # knows the server's version, when it has one).
         self.dialect = ftq.dialect_for(env.backend, env.store)
+        if ranking not in RANKINGS:
+            raise ValueError(f"fulltext ranking must be one of {RANKINGS}, not {ranking!r}")
+        self.ranking = ranking
         if context_format not in CONTEXT_FORMATS:
             raise ValueError(f"context_format must be one of {CONTEXT_FORMATS}")
         wanted = ["auto"] if sources == "auto" else list(sources)
@@ -202,10 +213,20 @@ class FulltextRetriever:
         if not terms:
             trace.note("the question has no content words to search for")
             return None
-        haystack = self.scope_of(request, trace)
-        query = or_query(self.query_terms(terms))
+        # Ranking `haystack` reads the haystack's nodes themselves: its sessions are asked
+        # for only when none was found, to tell "no haystack" from "nothing indexed".
+        in_haystack = request.scope == "question" and self.ranking == "haystack"
+        haystack = None if in_haystack else self.scope_of(request, trace)
+        query_terms = self.query_terms(terms)
+        query = or_query(query_terms)
         candidates: list[tuple[ftq.SourceKind, dict]] = []
+        documents = 0
         for source in sources:
+            if in_haystack:
+                rows, read = self._haystack_search(request, source, query_terms, k, trace)
+                documents += read
+                candidates.extend((source.source, row) for row in rows)
+                continue
             # The rows of `ftq.search_statement`, fetched through the engine's bounded call
             # where it has one (issue 18: common words match most of the corpus).
             rows = ftq.search(
@@ -218,7 +239,49 @@ class FulltextRetriever:
                 namespace=namespace_of(request.question_id),
             )
             candidates.extend((source.source, row) for row in rows)
+        if in_haystack and not documents:
+            self.scope_of(request, trace)  # raises for a question with no haystack sessions
         return candidates
+
+    def _haystack_search(
+        self,
+        request: RetrievalRequest,
+        source: ftq.FulltextSource,
+        query_terms: list[str],
+        k: int,
+        trace: RetrievalTrace,
+    ) -> tuple[list[dict], int]:
+        """One source's top k within the question's haystack, ranked here (`haystack_bm25`),
+        as the engine path's rows (`picked_statement`'s; turns straight from their read), and
+        how many nodes were ranked."""
+        params: dict[str, Any] = {"question_id": request.question_id}
+        if source.source.kind == "fact":
+            params["namespace"] = namespace_of(request.question_id)
+        found = self.reader.read(
+            ftq.haystack_documents_statement(source.source), params, trace=trace, max_rows=1
+        )
+        docs = [
+            dict(zip(ftq.HAYSTACK_DOC_FIELDS, doc, strict=False))
+            for doc in (found[0]["docs"] if found else None) or []
+        ]
+        picked, stats = haystack_bm25.rank(
+            [(str(d["id"]), str(d.get("text") or "")) for d in docs], query_terms, k
+        )
+        # N is the documents read's `rows` in the trace; the whole ranking follows from the
+        # pins and the graph's fingerprint.
+        log.debug("%s: %s", request.question_id, stats.describe(source.source.kind))
+        if not picked or source.source.turn_link is None:
+            by_id = {str(d["id"]): d for d in docs}
+            return [
+                {**by_id[p["id"]], "turn_ids": [p["id"]], "score": p["score"]} for p in picked
+            ], len(docs)
+        rows = self.reader.read(
+            ftq.picked_statement(source.source),
+            {"picked": picked},
+            trace=trace,
+            max_rows=len(picked),
+        )
+        return rows, len(docs)
 
     def _successors(
         self, candidates: list[tuple[ftq.SourceKind, dict]], trace: RetrievalTrace
@@ -310,6 +373,8 @@ class FulltextRetriever:
                 else None
             ),
             "discovery_problem": self._discovery_note,
+            # Only when asked for: the default run's pins are unchanged.
+            **({"ranking": dict(haystack_bm25.PINS)} if self.ranking == "haystack" else {}),
         }
 
 
