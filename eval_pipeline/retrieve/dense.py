@@ -205,11 +205,7 @@ class DenseRetriever(FulltextRetriever):
 
     def pins(self) -> dict[str, Any]:
         return {
-            "retriever": self.name,
-            "version": self.version,
-            "backend": self.backend,
-            "sources": [s.source.kind for s in self.sources()],
-            "context_format": self.context_format,
+            **self.common_pins(),
             "search": {
                 "question": "exact cosine over the haystack",
                 "batch": "the server's vector index",

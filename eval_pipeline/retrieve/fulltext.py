@@ -355,13 +355,19 @@ class FulltextRetriever:
         label = ", ".join(str(p) for p in (when, who, until) if p)
         return f"[{label}] {text}" if label else text
 
-    def pins(self) -> dict[str, Any]:
+    def common_pins(self) -> dict[str, Any]:
+        """What every retriever built on this one pins: who it is, where and what it searches."""
         return {
             "retriever": self.name,
             "version": self.version,
             "backend": self.backend,
             "sources": [s.source.kind for s in self.sources()],
             "context_format": self.context_format,
+        }
+
+    def pins(self) -> dict[str, Any]:
+        return {
+            **self.common_pins(),
             "max_terms": self.max_terms,
             "query_expansion": (
                 {
