@@ -286,6 +286,19 @@ class Chain:
         """This chain's graph, as a Dagster run config's `resources` entry."""
         return {"graph": {"config": dict(self.graph)}}
 
+    def written_files(self) -> list[Path]:
+        """Every file this chain could have written: its state dir (Dagster's storage and
+        compute logs, the LLM cache, the artifacts, the bundles), the graph server's own files
+        (logs, WAL) and this chain's database on it; not the other tests' databases that
+        share the session's server."""
+        databases = self.graph_dir / "databases"
+        mine = databases / self.graph["database"]
+        files = [p for p in self.state.rglob("*") if p.is_file()]
+        for p in self.graph_dir.rglob("*"):
+            if p.is_file() and (not p.is_relative_to(databases) or p.is_relative_to(mine)):
+                files.append(p)
+        return files
+
     def bundles(self) -> set[Path]:
         """Run bundles in the default runs dir (not the comparisons and noise floors kept
         beside them)."""

@@ -18,6 +18,7 @@ NOT_PUBLISHED = {
     "processes.py": "child-process records: pid, port, command line of our own",
     "score/tokens.py": "the tokenizer's BPE file, sha256-checked",
     "retrieve/journal.py": "the resume journal: replies already redacted as they arrived",
+    "preflight.py": "an empty probe file checking the runs dir is writable, removed at once",
 }
 RENAME = re.compile(r"\bos\.(?:replace|rename)\(|\bmkstemp\(")
 

@@ -74,7 +74,7 @@ def test_an_endpoint_echoing_the_key_encoded_leaves_no_form_of_it_anywhere(persi
     rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert all("[REDACTED]" in (r["answer"] or "") for r in rows)  # the reader's echo, blanked
     assert (run_dir / "report.html").is_file() and (run_dir / "hypotheses.jsonl").is_file()
-    written = [p for top in (chain.state, chain.graph_dir) for p in top.rglob("*") if p.is_file()]
+    written = chain.written_files()
     database = chain.graph_dir / "databases" / chain.graph["database"]
     assert any(p.is_relative_to(database) for p in written)
     assert any(p.suffix == ".db" or "sqlite" in p.name for p in written)  # Dagster's storage

@@ -67,7 +67,7 @@ def test_every_role_against_an_echoing_endpoint_leaves_no_secret_anywhere(chain)
     # Everything the run wrote: the state dir (Dagster's storage and compute logs, the LLM
     # cache, the artifacts, the bundle) and the embedded graph server's own files (the
     # session's server: this chain's database is on it).
-    written = [p for top in (chain.state, chain.graph_dir) for p in top.rglob("*") if p.is_file()]
+    written = chain.written_files()
     database = chain.graph_dir / "databases" / chain.graph["database"]
     assert any(p.is_relative_to(database) for p in written)
     leaks = []

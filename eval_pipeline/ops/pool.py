@@ -108,7 +108,10 @@ def holder(instance: dg.DagsterInstance, run_id: str) -> Holder:
     record = instance.get_run_record_by_id(run_id)
     started = processes.started_at(pid)
     if record is not None and started is not None:
-        if started > record.create_timestamp.timestamp() + REUSE_SLACK_S:
+        # Against when the run started, not when it was made: a queued run's process (the
+        # daemon's launcher) starts after the run was created, and is still its own.
+        began = record.start_time or record.create_timestamp.timestamp()
+        if started > began + REUSE_SLACK_S:
             why = f"its process {pid} is gone (the pid now belongs to a newer process)"
             return Holder(run_id, what, host, pid, False, why)
     return Holder(run_id, what, host, pid, True)
