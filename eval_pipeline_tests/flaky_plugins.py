@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+import time
 from typing import Any
 
 import neo4j.exceptions
@@ -74,4 +75,15 @@ class KilledInBatchTwoRetriever(FulltextRetriever):
         own = not request.question_id.startswith(CANARY_PREFIX)
         if own and batch_index(request.question_id, 2) == 2:
             os.kill(os.getpid(), signal.SIGKILL)
+        return super().retrieve(request, trace)
+
+
+class UnhurriedRetriever(FulltextRetriever):
+    """The full-text retriever, waiting EVAL_TEST_RETRIEVAL_DELAY_S seconds before each
+    question (none when unset): a run that a signal from outside can still catch half-way
+    through retrieval, whatever the machine's speed. Its pins are the full-text retriever's,
+    so a resumed run without the delay is the same run."""
+
+    def retrieve(self, request: RetrievalRequest, trace: RetrievalTrace) -> Any:
+        time.sleep(float(os.environ.get("EVAL_TEST_RETRIEVAL_DELAY_S") or 0))
         return super().retrieve(request, trace)

@@ -33,8 +33,14 @@ def _interrupt_when(proc, pattern: str, timeout: float = 300) -> list[str]:
     raise AssertionError(f"never saw {pattern!r}: {seen[-20:]}")
 
 
+UNHURRIED = "eval_pipeline_tests.flaky_plugins:UnhurriedRetriever"
+
+
 def test_ctrl_c_in_retrieval_then_resume(chain) -> None:
-    proc = chain.spawn_run("--label", "interrupted")
+    # A quarter second a question: on a fast machine retrieval could otherwise measure every
+    # question before the signal lands, and the resume would have nothing left to show.
+    slow = {"EVAL_TEST_RETRIEVAL_DELAY_S": "0.25"}
+    proc = chain.spawn_run("--label", "interrupted", "--retriever", UNHURRIED, env=slow)
     before = _interrupt_when(proc, r"^retrieval_results: \d+/\d+")
     ran = finished(proc)
     lines = before + ran.stderr.splitlines()

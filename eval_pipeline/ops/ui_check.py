@@ -428,10 +428,15 @@ def write_truncated_upstream(path: Path) -> Path:
 
 
 def failure_run_config(upstream: Path, state: Path) -> dict[str, Any]:
-    """The run config a user would type into the Launchpad for a local upstream file."""
+    """The run config a user would type into the Launchpad for a local upstream file, pinned
+    by its sha256: preflight reads a file nobody pinned record by record and would refuse
+    this one before any stage ran; a pinned one is verified, and fails, in its stage."""
+    from eval_pipeline.corpus.upstream import file_sha256
+
+    pin = file_sha256(upstream)
     return {
         "resources": {
-            "corpus": {"config": {"upstream": str(upstream)}},
+            "corpus": {"config": {"upstream": str(upstream), "sha256": pin}},
             "paths": {"config": {"state_dir": str(state)}},
         }
     }

@@ -9,6 +9,7 @@ Launchpad path: only longmemeval_upstream may read Failed, no check EXECUTION_FA
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -102,10 +103,12 @@ def test_truncated_upstream_is_a_cut_json_array(tmp_path):
 
 
 def test_failure_run_config_is_what_a_user_types_into_the_launchpad(tmp_path):
-    config = failure_run_config(tmp_path / "up.json", tmp_path / "state")
+    up = write_truncated_upstream(tmp_path / "up.json")
+    config = failure_run_config(up, tmp_path / "state")
+    pin = hashlib.sha256(up.read_bytes()).hexdigest()
     assert config == {
         "resources": {
-            "corpus": {"config": {"upstream": str(tmp_path / "up.json")}},
+            "corpus": {"config": {"upstream": str(up), "sha256": pin}},
             "paths": {"config": {"state_dir": str(tmp_path / "state")}},
         }
     }
