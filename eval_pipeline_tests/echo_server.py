@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from eval_pipeline_tests.reconcile import fake_model
 from eval_pipeline_tests.wire_server import RecordedRequest, ScriptedReply
@@ -111,3 +113,24 @@ def _echo_with(
     if fake_model._is_summary(request):
         return ScriptedReply(text=f"{fake_model.reply_for(request).text} {said}")
     return ScriptedReply(text=f"From memory: {said}")
+
+
+def every_role_config(server: Any, runs_dir: Path) -> str:
+    """A run's --config YAML sending every LLM role (reader, judge, retrieval agent,
+    reconciler) to `server` (a WireServer): OpenAI for some, Anthropic for the others."""
+    openai = f"openai:gpt-4o-mini@{server.openai_base_url}"
+    anthropic = f"anthropic:claude-haiku-4-5@{server.anthropic_base_url}"
+    return (
+        f"reader: {openai}\n"
+        f"judge: {anthropic}\n"
+        "judge-verdict: reference\n"  # the model's own verdict, whose reason is echoed
+        "retriever: graph_agent\n"
+        f"retrieval-agent: {openai}\n"
+        "reconciler: llm\n"
+        f"reconciler-model: {anthropic}\n"
+        "sample: 10\n"
+        # An echoing model cannot find a planted fact: the canaries would fail the run,
+        # which these tests are not about.
+        "canaries: false\n"
+        f"runs-dir: {runs_dir}\n"
+    )

@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from eval_pipeline_tests.echo_server import CHUNK, encoded_echo, encodings
+from eval_pipeline_tests.echo_server import CHUNK, encoded_echo, encodings, every_role_config
 from eval_pipeline_tests.wire_server import WireServer
 
 pytestmark = pytest.mark.slow  # a whole chain
@@ -51,21 +51,8 @@ def leaks_in(data: bytes, secret: str) -> list[str]:
 def test_an_endpoint_echoing_the_key_encoded_leaves_no_form_of_it_anywhere(persistent_chain):
     chain = persistent_chain  # Dagster's SQLite storage on disk, as a user's, so it is searched too
     with WireServer(responder=encoded_echo) as server:
-        openai = f"openai:gpt-4o-mini@{server.openai_base_url}"
-        anthropic = f"anthropic:claude-haiku-4-5@{server.anthropic_base_url}"
         cfg = chain.root / "run.yaml"
-        cfg.write_text(
-            f"reader: {openai}\n"
-            f"judge: {anthropic}\n"
-            "judge-verdict: reference\n"  # the model's own verdict, whose reason is echoed
-            "retriever: graph_agent\n"
-            f"retrieval-agent: {openai}\n"
-            "reconciler: llm\n"
-            f"reconciler-model: {anthropic}\n"
-            "sample: 10\n"
-            "canaries: false\n"  # an echoing model finds no planted fact: not this test's point
-            "runs-dir: " + str(chain.state / "runs") + "\n"
-        )
+        cfg.write_text(every_role_config(server, chain.state / "runs"))
         res = chain.run("--config", str(cfg), env=SECRETS)
         echoed = server.request_count
     assert res.returncode == 0, res.stderr[-3000:]

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from eval_pipeline_tests.echo_server import echo
+from eval_pipeline_tests.echo_server import echo, every_role_config
 from eval_pipeline_tests.wire_server import WireServer
 
 # A whole chain against echoing endpoints: the full suite runs it, `make test-fast` not.
@@ -34,23 +34,8 @@ def hits_in(data: bytes, secret: str) -> bool:
 
 def test_every_role_against_an_echoing_endpoint_leaves_no_secret_anywhere(chain):
     with WireServer(responder=echo) as server:
-        openai = f"openai:gpt-4o-mini@{server.openai_base_url}"
-        anthropic = f"anthropic:claude-haiku-4-5@{server.anthropic_base_url}"
         cfg = chain.root / "run.yaml"
-        cfg.write_text(
-            f"reader: {openai}\n"
-            f"judge: {anthropic}\n"
-            "judge-verdict: reference\n"  # the model's own verdict, whose reason is echoed
-            "retriever: graph_agent\n"
-            f"retrieval-agent: {openai}\n"
-            "reconciler: llm\n"
-            f"reconciler-model: {anthropic}\n"
-            "sample: 10\n"
-            # An echoing model cannot find a planted fact: the canaries would fail the run,
-            # which this test is not about.
-            "canaries: false\n"
-            "runs-dir: " + str(chain.state / "runs") + "\n"
-        )
+        cfg.write_text(every_role_config(server, chain.state / "runs"))
         res = chain.run("--config", str(cfg), env=SECRETS)
         echoed = server.request_count
     assert res.returncode == 0, res.stderr[-3000:]
