@@ -286,7 +286,7 @@ def sample_rankings(store: GraphStore, top_k: int, tokenizer: PayloadTokenizer) 
         goldens = list(read_jsonl(out / GOLDENS_FILE))
         env = RetrievalEnv(store=sample_store, backend=sample_store.dialect.name)
         rankings = {
-            "engine": FulltextRetriever(env),
+            "engine": FulltextRetriever(env, ranking="engine"),
             "haystack": FulltextRetriever(env, ranking="haystack"),
         }
         return run_rankings(
@@ -334,7 +334,7 @@ def main() -> None:
         )
         tokenizer = PayloadTokenizer()
         env = RetrievalEnv(store=store, backend=store.dialect.name)
-        retriever = FulltextRetriever(env)
+        retriever = FulltextRetriever(env, ranking="engine")
         rankings = {"engine": retriever, "haystack": FulltextRetriever(env, ranking="haystack")}
         results: dict[str, dict] = {}
         evidence = evidence_of(read_jsonl(corpus / GOLDENS_FILE))

@@ -218,7 +218,7 @@ class HybridRetriever:
     """`fulltext` and `dense` fused by reciprocal rank fusion (see the module)."""
 
     name = "hybrid"
-    version = 1
+    version = 2  # 2: its full-text side ranks within the haystack (fulltext's new default)
 
     def __init__(
         self,

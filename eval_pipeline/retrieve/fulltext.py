@@ -1,4 +1,4 @@
-"""`fulltext`: the offline default retriever. The backend's full-text index, BM25, top-k.
+"""`fulltext`: the offline default retriever. Lexical BM25, top-k, within the haystack.
 
 Query: the question's content words (stopwords dropped, at most `max_terms` of them), each
 expanded into its English word forms (`terms.word_forms`: the word, its Snowball stem and the
@@ -13,10 +13,10 @@ own top k; the merged list is ranked by score and cut to k, dropping a turn or c
 turns are all already covered by a better-ranked one (a chunk repeats part of its turn).
 Scope `question` keeps only sessions of the question's haystack, scope `batch` searches every
 session in the graph.
-Ranking (`ranking`): "engine" asks the full-text index, across the whole graph, and keeps
-the hits in scope; "haystack" (scope `question` only; `batch` still asks the engine) reads
-the question's own haystack nodes of each source and ranks them by BM25 with the haystack's
-own statistics (`retrieve.haystack_bm25`, pinned), which does not grow with the graph.
+Ranking (`ranking`): "haystack", the default (scope `question` only; `batch` asks the
+engine), reads the question's own haystack nodes of each source and ranks them by BM25 with
+the haystack's own statistics (`retrieve.haystack_bm25`, pinned), which does not grow with the
+graph; "engine" asks the full-text index, across the whole graph, and keeps the hits in scope.
 Facts with history (a reconciler that supersedes, e.g. `consolidating`): a superseded fact is
 still retrieved, as history, but its current successor (fetched when the search missed it) is
 always ranked before it, and so before a turn or chunk that only says what it said; the
@@ -63,7 +63,8 @@ class FulltextRetriever:
     name = "fulltext"
     # 2: query terms expanded into English word forms (Snowball stem + inflections).
     # 3: facts of the question's namespace only; current facts before the ones they superseded.
-    version = 4  # 4: sources are what the memory under test declares searchable
+    # 4: sources are what the memory under test declares searchable.
+    version = 5  # 5: ranking `haystack` is the default (the ranking is always pinned)
 
     def __init__(
         self,
@@ -74,7 +75,7 @@ class FulltextRetriever:
         max_terms: int = 32,
         stemming: bool = True,
         max_forms_per_word: int = MAX_FORMS_PER_WORD,
-        ranking: str = "engine",
+        ranking: str = "haystack",
     ) -> None:
         """`sources`: "auto" (turns plus whatever else is indexed), or a list of kinds
         (turn, chunk, fact, episode). `context_format`: "dated" prefixes each context string
@@ -379,8 +380,10 @@ class FulltextRetriever:
                 else None
             ),
             "discovery_problem": self._discovery_note,
-            # Only when asked for: the default run's pins are unchanged.
-            **({"ranking": dict(haystack_bm25.PINS)} if self.ranking == "haystack" else {}),
+            # Scope `batch` always asks the engine; the scope is pinned beside this.
+            "ranking": (
+                dict(haystack_bm25.PINS) if self.ranking == "haystack" else {"ranking": "engine"}
+            ),
         }
 
 

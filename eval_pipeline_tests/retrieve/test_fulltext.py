@@ -65,7 +65,7 @@ def test_top_k_caps_the_items(fixture_store):
 
 
 def test_queries_are_recorded_with_rows(fixture_store):
-    _, trace, retriever = _retrieve(fixture_store, "q_dog", "question")
+    _, trace, retriever = _retrieve(fixture_store, "q_dog", "question", ranking="engine")
     # The search is bounded (issue 18): the best hits' ids and scores, then their rows.
     haystack, search, rows = trace.queries
     assert "HAYSTACK" in haystack.query and haystack.rows == len(HAYSTACKS["q_dog"])
@@ -119,7 +119,7 @@ def test_indexed_chunks_and_episodes_are_searched_too(scratch_store):
             scratch_store.database, f"CREATE INDEX IF NOT EXISTS ON {label} ({prop}) FULL_TEXT"
         )
 
-    output, trace, retriever = _retrieve(scratch_store, "q_music", "question")
+    output, trace, retriever = _retrieve(scratch_store, "q_music", "question", ranking="engine")
     assert retriever.pins()["sources"] == ["turn", "chunk", "episode"]
     # The haystack, then per source one bounded full-text search (issue 18), followed by
     # the picked rows when it found any.

@@ -111,10 +111,13 @@ def test_haystack_ranking_finds_the_right_turn_and_never_leaves_the_haystack(fix
     assert retriever.pins()["ranking"] == haystack_bm25.PINS
 
 
-def test_the_default_ranking_and_its_pins_are_unchanged(fixture_store):
+def test_haystack_is_the_default_ranking_and_engine_the_pinned_option(fixture_store):
     _, trace, retriever = _retrieve(fixture_store, "q_bike")
+    assert not any("db.index.fulltext" in q.query for q in trace.queries)
+    assert retriever.pins()["ranking"] == haystack_bm25.PINS
+    _, trace, retriever = _retrieve(fixture_store, "q_bike", ranking="engine")
     assert any("db.index.fulltext" in q.query for q in trace.queries)
-    assert "ranking" not in retriever.pins()
+    assert retriever.pins()["ranking"] == {"ranking": "engine"}
     with pytest.raises(ValueError, match="fulltext ranking must be one of"):
         FulltextRetriever(RetrievalEnv(store=fixture_store), ranking="global")
 
@@ -123,7 +126,7 @@ def test_other_users_sessions_change_neither_items_nor_scores(fixture_store, scr
     """`s_bakery` (outside q_bike's haystack) and a flood of bike turns in a new session of
     q_dog's leave q_bike's ranking exactly as it was; the engine's global statistics move."""
     before, _, _ = _retrieve(fixture_store, "q_bike", ranking="haystack")
-    engine_before, _, _ = _retrieve(fixture_store, "q_bike")
+    engine_before, _, _ = _retrieve(fixture_store, "q_bike", ranking="engine")
     scratch_store.write(
         "MATCH (q:Question {question_id: 'q_dog'}) "
         "CREATE (q)-[:HAYSTACK]->(s:Session {session_id: 's_flood', "
@@ -134,7 +137,7 @@ def test_other_users_sessions_change_neither_items_nor_scores(fixture_store, scr
         "text: 'road bike Paris bought road bike brand ' + toString(i)})"
     )
     after, trace, _ = _retrieve(scratch_store, "q_bike", ranking="haystack")
-    engine_after, _, _ = _retrieve(scratch_store, "q_bike")
+    engine_after, _, _ = _retrieve(scratch_store, "q_bike", ranking="engine")
     pairs = [(i.turn_ids, i.score) for i in after.items]
     assert pairs == [(i.turn_ids, i.score) for i in before.items]
     assert not any("s_flood" in s for i in after.items for s in i.session_ids)

@@ -22,8 +22,8 @@ from eval_pipeline_tests.retrieve.fixture_graph import _session
 
 
 def _search_query(trace: RetrievalTrace) -> str:
-    """The full-text query string of the last search (a bounded search is followed by the
-    read of its picked rows, issue 18)."""
+    """The full-text query string of the last engine search (a bounded search is followed by
+    the read of its picked rows, issue 18); asked of `ranking="engine"` retrievals."""
     return [q for q in trace.queries if "query" in q.params][-1].params["query"]
 
 
@@ -111,23 +111,27 @@ def test_other_word_forms_find_their_turn(forms_store, question, turn):
 
 def test_without_stemming_the_bare_words_find_nothing_and_the_pins_say_so(forms_store):
     """The version-1 query, kept behind `stemming=False`: the mismatch the expansion fixes."""
-    bare, trace, retriever = _retrieve(forms_store, "How many marathons did I run?", stemming=False)
+    bare, trace, retriever = _retrieve(
+        forms_store, "How many marathons did I run?", stemming=False, ranking="engine"
+    )
     assert _search_query(trace) == "marathons OR run"
     assert bare.items == []
     assert retriever.pins()["query_expansion"] is None
 
-    _, trace, retriever = _retrieve(forms_store, "How many marathons did I run?")
+    _, trace, retriever = _retrieve(forms_store, "How many marathons did I run?", ranking="engine")
     query = _search_query(trace)
     assert query.startswith("marathons OR marathon OR ") and " OR running" in query
     pins = retriever.pins()
-    assert pins["version"] == 4
+    assert pins["version"] == FulltextRetriever.version
     assert pins["query_expansion"]["stemmer"] == STEMMER
     assert pins["query_expansion"]["package"].startswith("snowballstemmer==")
     assert pins["query_expansion"]["max_forms_per_word"] == MAX_FORMS_PER_WORD
 
 
 def test_max_forms_per_word_bounds_the_query(forms_store):
-    _, trace, _ = _retrieve(forms_store, "How many marathons did I run?", max_forms_per_word=2)
+    _, trace, _ = _retrieve(
+        forms_store, "How many marathons did I run?", max_forms_per_word=2, ranking="engine"
+    )
     assert _search_query(trace) == "marathons OR marathon OR run OR runs"
     with pytest.raises(ValueError, match="max_forms_per_word"):
         FulltextRetriever(RetrievalEnv(store=forms_store), max_forms_per_word=0)
