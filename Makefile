@@ -63,18 +63,11 @@ format: $(STAMP)
 	$(BIN)/ruff format eval_pipeline eval_pipeline_tests benchmarks examples
 	$(BIN)/ruff check --fix eval_pipeline eval_pipeline_tests benchmarks examples
 
-# Each benchmark prints its own ratios measured side by side in one run; the full-scale
-# inputs are generated once and cached under .eval_state/bench/.
+# Each benchmark prints its own ratios measured side by side in one run, then every target's
+# OK or MISSED again at the end (benchmarks/run_all.py); the full-scale inputs are generated
+# once and cached under .eval_state/bench/.
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.bench_corpus
-	$(BIN)/python -m benchmarks.bench_inject
-	$(BIN)/python -m benchmarks.bench_reconcile
-	$(BIN)/python -m benchmarks.bench_retrieval
-	$(BIN)/python -m benchmarks.bench_retrievers
-	$(BIN)/python -m benchmarks.bench_llm_layer
-	$(BIN)/python -m benchmarks.bench_e2e
-	$(BIN)/python -m benchmarks.bench_scaleout
-	$(BIN)/python -m benchmarks.bench_local_judge
+	$(BIN)/python -m benchmarks.run_all
 
 clean:
 	rm -rf $(VENV) .eval_state
