@@ -1175,3 +1175,25 @@ def test_batched_transactions_stay_within_memgraphs_bounds() -> None:
     with pytest.raises(GraphError, match="IN_MEMORY_ANALYTICAL"):
         mg.MemgraphDialect(V310).require_transactions(fake, "reconciliation")  # type: ignore[arg-type]
 
+
+def test_vector_writes_and_index_config_at_the_tag() -> None:
+    """[VX-10]: string-literal keys the grammar takes, mandatory dimension and capacity, cosine
+    (so similarity = the module's cosine_similarity), f32 by default; a dimension a uint16
+    cannot hold is refused before the server wraps it; the embedding write is plain Cypher."""
+    import json
+
+    from eval_pipeline.graph.vectors import VectorSource, _write_statement
+
+    stmt = mg.create_vector_index_statement("turn_embedding", "Turn", "embedding", 384, 0)
+    config = json.loads(stmt.split(" WITH CONFIG ", 1)[1])
+    assert config == {"dimension": 384, "capacity": 1, "metric": "cos"}
+    assert set(config) <= {"dimension", "capacity", "metric", "resize_coefficient", "scalar_kind"}
+    for dims in (0, 65_536, 100_000):
+        with pytest.raises(GraphError, match="1 to 65535 dimensions"):
+            mg.create_vector_index_statement("x", "Turn", "embedding", dims, 10)
+    assert "65535" in mg.create_vector_index_statement("x", "Turn", "embedding", 65_535, 10)
+    for source in ftq.SOURCE_KINDS:
+        vector_source = VectorSource(source.label, source.text_property, source.id_property)
+        write = _write_statement(vector_source)
+        assert memgraph_clauses.problems(write) == [], write
+        assert [c.name for c in memgraph_clauses.clauses(write)] == ["UNWIND", "MATCH", "SET"]
