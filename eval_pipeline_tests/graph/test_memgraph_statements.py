@@ -1197,3 +1197,43 @@ def test_vector_writes_and_index_config_at_the_tag() -> None:
         write = _write_statement(vector_source)
         assert memgraph_clauses.problems(write) == [], write
         assert [c.name for c in memgraph_clauses.clauses(write)] == ["UNWIND", "MATCH", "SET"]
+
+
+def _every_statement() -> dict[str, str]:
+    """Statements the pipeline sends to Memgraph besides the writers': injection's (one shape
+    per turn count) and the module-level ones of graph.schema, and retrieval's reads."""
+    from eval_pipeline.retrieve import dense
+
+    dialect = mg.MemgraphDialect(V310)
+    found = {f"sessions with {n} turns": schema.create_sessions_statement(n) for n in range(4)}
+    for name, value in sorted(vars(schema).items()):
+        if isinstance(value, str) and re.match(r"\s*(MATCH|UNWIND|MERGE|CREATE|OPTIONAL)", value):
+            found[f"schema.{name}"] = value
+    for source in ftq.SOURCE_KINDS:
+        for scoped in (False, True):
+            found[f"fulltext {source.kind} {scoped}"] = ftq.search_statement(
+                dialect, source, scoped=scoped
+            )
+            found[f"dense {source.kind} {scoped}"] = dense.search_statement(
+                dialect, source, scoped=scoped
+            )
+    found["fulltext successors"] = ftq.SUCCESSORS_STATEMENT
+    found["haystack"] = ftq.HAYSTACK_STATEMENT
+    return found
+
+
+EVERY_STATEMENT = _every_statement()
+
+
+@pytest.mark.parametrize("name", sorted(EVERY_STATEMENT))
+def test_injection_and_retrieval_statements_follow_memgraphs_clause_order(name: str) -> None:
+    # [CV-10], for the statements read before issue 29 too (cheap, and one checker for all).
+    statement = EVERY_STATEMENT[name]
+    assert memgraph_clauses.clauses(statement), name
+    assert memgraph_clauses.problems(statement) == [], (name, statement)
+
+
+def test_the_statement_list_covers_injection_and_both_retrievers() -> None:
+    names = set(EVERY_STATEMENT)
+    assert {"schema.CREATE_QUESTIONS", "fulltext turn True", "dense fact True"} <= names
+    assert len(names) >= 25
