@@ -98,6 +98,7 @@ Read at tag v3.10.1 (commit 0e77b786fc03fe4f92a18b9730940e11c62a0c32, the pinned
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -106,8 +107,11 @@ from eval_pipeline.graph import schema
 from eval_pipeline.graph.dialects import memgraph as mg
 from eval_pipeline.graph.dialects.base import KEPT_LABELS, Inventory, TextIndex
 from eval_pipeline.graph.errors import GraphError, GraphQueryError
+from eval_pipeline.reconcile import schema as reconcile_schema
+from eval_pipeline.reconcile import writer
 from eval_pipeline.retrieve import fulltext_queries as ftq
 from eval_pipeline.retrieve.readonly_guard import check_read_only
+from eval_pipeline_tests.graph import memgraph_clauses
 
 V35, V36, V310, V311 = (3, 5, 0), (3, 6, 0), (3, 10, 1), (3, 11, 0)
 
@@ -932,3 +936,304 @@ def test_dense_statements_use_the_modules_names_and_pass_the_dense_readers_guard
             allowed_procedures=DEFAULT_ALLOWED_PROCEDURES | VECTOR_PROCEDURES,
             allowed_functions=DEFAULT_ALLOWED_FUNCTIONS | VECTOR_FUNCTIONS,
         )
+
+
+# --- issue 29: haystack ranking, batched reconciliation writes, dense (read at tag v3.10.1) ---
+# [CV-10]  src/query/frontend/ast/cypher_main_visitor.cpp, visitSingleQuery (lines 1905-2003):
+#          the clause-order rules eval_pipeline_tests/graph/memgraph_clauses.py applies (UNWIND
+#          and MATCH not after an update of the same part, MATCH not after OPTIONAL MATCH,
+#          RETURN last and once, an update or a RETURN required; a writing CALL subquery makes
+#          the query an updating one without counting as an update of the outer part).
+# [SQ-10]  src/query/plan/rule_based_planner.hpp HandleSubquery (1397-1399): a subquery whose
+#          plan ends in EmptyResult (no RETURN) is planned with subquery_has_return false;
+#          src/query/plan/operator.cpp Apply::ApplyCursor::Pull (8598-8621): then the outer row
+#          is passed on once the subquery is exhausted, whatever it produced (a unit subquery
+#          over an empty UNWIND keeps its row). rule_based_planner.hpp 492-494: after a subquery
+#          that writes, an Accumulate with advance_command (root query) pulls every row and
+#          advances the command, so a later subquery's MATCH (View::OLD) sees what it created.
+#          tests/gql_behave/tests/memgraph_V1/features/subqueries.feature: "Advance command on
+#          multiple subqueries" (a CREATE subquery, then a MATCH subquery finds the node) and
+#          "Unit scoped CALL subquery preserves outer row count".
+# [AG-10]  src/query/plan/operator.cpp AggregateCursor: Update skips an input that is Null
+#          (6482-6483) and pushes any other value, a list holding nulls included, into collect's
+#          list as it is; with no grouping key and no input row, one row of defaults (6183-6190;
+#          collect: an empty list, DefaultAggregationOpValue); groups live in an unordered_map
+#          (6343), so rows leave an aggregation in no particular order.
+# [PM-10]  src/query/plan/preprocess.cpp Filters::CollectPatternFilters add_properties (403-417):
+#          a node's property map becomes an EQUAL PropertyFilter per key (a map parameter is
+#          refused: "Property map matching not supported"), which rewrite/index_lookup.hpp turns
+#          into ScanAllByLabelProperties where a label+property index exists and the value's
+#          symbols are bound (an UNWIND variable is).
+# [MN-10]  src/query/plan/operator.cpp CreateLocalVertex (611-619): a null value in a MERGE
+#          pattern's property map raises "Can't have null literal properties inside merge".
+# [TX-10]  src/query/interpreter.cpp DetermineTxTimeout (3314-3329) and the BEGIN handler
+#          (3353): --query-execution-timeout-sec bounds a whole explicit transaction from BEGIN
+#          (the driver's transaction timeout can only shorten it); there is no per-query or
+#          per-transaction size limit besides --memory-limit; Bolt messages are read chunk by
+#          chunk with no total cap (src/communication/bolt/v1/decoder/chunked_decoder_buffer.hpp).
+# [VX-10]  src/query/frontend/ast/ast.hpp (54-61): keys "metric", "dimension", "capacity",
+#          "resize_coefficient", "scalar_kind"; defaults l2sq, 2, f32. src/query/interpreter.cpp
+#          VectorIndexConfigFromTypedMap (2459-2495): dimension cast to std::uint16_t.
+#          MemgraphCypher.g4 (624): configKeyValuePair : literal ':' ( literal | parameter ).
+#          src/storage/v2/indices/vector_index_utils.hpp: MetricFromName accepts "cos" or
+#          "angular" for cosine; SimilarityFromDistance (270-289) gives 1 - distance for cosine,
+#          the value of query_modules/vector_search_module.cpp's cosine_similarity (dot product
+#          over the norms), so batch (index) and question (function) scores share one scale.
+#          src/query/typed_value.cpp (200-204): an indexed vector property reads back as a List.
+
+WRITER_STATEMENTS = {
+    name: getattr(writer, name)
+    for name in (
+        "CLEAR_SESSION",
+        "WRITE_SESSION",
+        "MERGE_ENTITIES",
+        "WRITE_SESSIONS",
+        "MARK_FAILED",
+        "RECORD_MEMORY",
+    )
+}
+
+
+@pytest.mark.parametrize(
+    ("statement", "problem"),
+    [
+        ("CREATE (n) MATCH (m) RETURN m", "MATCH after an update or RETURN"),
+        ("UNWIND [1] AS x CREATE (n) UNWIND [2] AS y CREATE (m)", "UNWIND after an update"),
+        ("OPTIONAL MATCH (a) MATCH (b) RETURN b", "MATCH after OPTIONAL MATCH"),
+        ("MATCH (n)", "neither an update nor a RETURN"),
+        ("MATCH (n) RETURN n RETURN n", "a second RETURN"),
+        ("CALL { MATCH (n) RETURN n QUERY MEMORY UNLIMITED } RETURN n", "memory limit"),
+        ("CALL { WITH 1 AS x CREATE (n) MATCH (m) RETURN m } RETURN m", "in CALL {}: MATCH"),
+    ],
+)
+def test_the_clause_checker_refuses_what_memgraphs_parser_refuses(statement, problem) -> None:
+    # [CV-10]: each of these raises a SemanticException/SyntaxException there.
+    assert any(problem in p for p in memgraph_clauses.problems(statement)), statement
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        # [SQ-10]'s feature scenarios, verbatim in substance.
+        'CALL { CREATE (n:Movie {title: "Forrest Gump"}) } CALL { MATCH (n) RETURN n } '
+        "RETURN n.title AS title",
+        "MATCH (p:Player) CALL (p) { UNWIND range(1, 3) AS i CREATE (:Person {name: p.name}) } "
+        "RETURN count(*)",
+        "UNWIND [1] AS x CREATE (n) WITH n UNWIND [2] AS y CREATE (m)",
+        "MERGE (n:A {k: 1}) ON CREATE SET n.x = 1 ON MATCH SET n.y = 2 RETURN n",
+        "MATCH (n) WHERE n.a STARTS WITH 'x' OR n.b ENDS WITH 'y' RETURN n",
+    ],
+)
+def test_the_clause_checker_accepts_what_memgraph_runs(statement: str) -> None:
+    assert memgraph_clauses.problems(statement) == []
+
+
+@pytest.mark.parametrize("name", sorted(WRITER_STATEMENTS))
+def test_reconcile_writes_follow_memgraphs_clause_order(name: str) -> None:
+    statement = WRITER_STATEMENTS[name]
+    assert memgraph_clauses.clauses(statement), name
+    assert memgraph_clauses.problems(statement) == [], name
+
+
+def test_batched_writes_are_unit_subqueries_whose_matches_follow_the_creates() -> None:
+    """[SQ-10]: a session whose lists are empty still reaches the final SET and RETURN (unit
+    subqueries keep the outer row), and every MATCH of a node this statement creates comes in a
+    later subquery than its CREATE (the Accumulate that advances the command sits between)."""
+    for statement in (writer.WRITE_SESSION, writer.WRITE_SESSIONS):
+        top = memgraph_clauses.clauses(statement)
+        subqueries = [c for c in top if c.name == "CALL {}"]
+        assert len(subqueries) >= 8
+        assert [c.name for c in top[-2:]] == ["SET", "RETURN"]
+        created: set[str] = set()
+        for sub in subqueries:
+            names = [c.name for c in sub.body]
+            assert "RETURN" not in names, sub.text  # a unit subquery
+            assert names[0] == "WITH", sub.text  # imports by a leading WITH
+            matched = {
+                label
+                for c in sub.body
+                if c.name == "MATCH"
+                for label in re.findall(r"\(\w+:(\w+)", c.text)
+            }
+            made_here = {
+                label
+                for c in sub.body
+                if c.name in {"CREATE", "MERGE"}
+                for label in re.findall(r"\(\w*:(\w+) \{", c.text)
+            }
+            assert not (matched & made_here), sub.text
+            mine = {reconcile_schema.CHUNK, reconcile_schema.FACT, reconcile_schema.EPISODE}
+            assert (matched & mine) <= created, (matched, created)
+            created |= made_here
+        assert {reconcile_schema.CHUNK, reconcile_schema.FACT, reconcile_schema.EPISODE} <= created
+
+
+def test_merge_patterns_never_carry_a_null() -> None:
+    """[MN-10]: Memgraph raises on a null inside a MERGE pattern (a Neo4j-like engine merges or
+    refuses alike): the only MERGE keys the writers send are an entity's `key` (a required
+    str) and the configuration's pins key, which `record_memory` always passes."""
+    from eval_pipeline.reconcile.models import MemoryEntity
+
+    every = "\n".join(WRITER_STATEMENTS.values())
+    merges = re.findall(r"MERGE \(\w+:\w+ \{(\w+): ([^}]+)\}\)", every)
+    assert sorted(set(merges)) == [("key", "e.key"), ("pins_key", "$pins_key")]
+    field = MemoryEntity.model_fields["key"]
+    assert field.annotation is str and field.is_required()
+    with pytest.raises(ValueError):
+        MemoryEntity(key=None, name="x", type="person")  # type: ignore[arg-type]
+
+
+def test_ids_matched_by_the_writes_and_picked_rows_are_indexed_on_memgraph() -> None:
+    """[PM-10]: every `(n:Label {prop: value})` the batched writes and `picked_statement`
+    match on is a label+property index the Memgraph dialect creates."""
+    dialect = mg.MemgraphDialect(V310)
+    ddl = set(dialect.create_index_statements(schema.PROPERTY_INDEXES))
+    ddl |= set(dialect.reconcile_index_statements(reconcile_schema.INDEXES))
+    statements = [writer.WRITE_SESSIONS, writer.MERGE_ENTITIES, writer.WRITE_SESSION]
+    statements += [ftq.picked_statement(s) for s in ftq.SOURCE_KINDS]
+    statements += [ftq.haystack_documents_statement(s) for s in ftq.SOURCE_KINDS]
+    seen = set()
+    for statement in statements:
+        for clause in re.findall(r"\b(?:MATCH|MERGE) (\([^)]*\{[^)]*\))", statement):
+            for label, prop in re.findall(r"\(\w*:(\w+) \{(\w+):", clause):
+                seen.add((label, prop))
+                assert f"CREATE INDEX ON :`{label}`(`{prop}`)" in ddl, (label, prop, statement)
+    assert (schema.QUESTION, "question_id") in seen
+    assert {(s.label, s.id_property) for s in ftq.SOURCE_KINDS} <= seen
+
+
+@pytest.mark.parametrize("source", ftq.SOURCE_KINDS, ids=lambda s: s.kind)
+def test_haystack_documents_collect_whole_lists_in_one_row(source) -> None:
+    """[AG-10]: collect's argument is a list literal, never null itself, so Memgraph keeps every
+    node's list with its nulls in place (fields stay in step with HAYSTACK_DOC_FIELDS), and the
+    aggregation without a grouping key answers one row (`[]` when the haystack is empty): the
+    reader's `max_rows=1` holds. [PM-10]: the walk starts at the indexed question id."""
+    statement = ftq.haystack_documents_statement(source)
+    assert memgraph_clauses.problems(statement) == []
+    assert statement.startswith(f"MATCH (:{schema.QUESTION} {{question_id: $question_id}})-")
+    ret = memgraph_clauses.clauses(statement)[-1]
+    collected = re.fullmatch(r"RETURN collect\(\[([^\[\]]+)\]\) AS docs", ret.text)
+    assert collected, ret.text
+    fields = [f.strip() for f in collected.group(1).split(",")]
+    names = [f.split(".", 1)[1] for f in fields]
+    width = 5 if source.turn_link is None else 2
+    assert len(fields) == width
+    assert names[:2] == [source.id_property, source.text_property]
+    assert ftq.HAYSTACK_DOC_FIELDS[2:width] == tuple(names[2:])
+    assert "WITH DISTINCT node" in statement  # a node reached by two haystack sessions: once
+    bounded = mg.bound_read(statement)
+    check_read_only(bounded)
+    assert bounded.endswith("\nQUERY MEMORY LIMIT 1024 MB")
+
+
+@pytest.mark.parametrize("source", ftq.SOURCE_KINDS, ids=lambda s: s.kind)
+def test_picked_rows_follow_memgraphs_clause_order_and_pass_the_guard(source) -> None:
+    statement = ftq.picked_statement(source)
+    assert memgraph_clauses.problems(statement) == []
+    names = [c.name for c in memgraph_clauses.clauses(statement)]
+    assert names[:3] == ["UNWIND", "MATCH", "WITH"]
+    check_read_only(mg.bound_read(statement))
+
+
+def test_ranking_does_not_rest_on_the_servers_row_order() -> None:
+    """[AG-10]: after `_tail`'s collect, Memgraph returns a source's rows in hash order, not in
+    the ORDER BY before it; the retriever ranks them itself (score, kind, id)."""
+    from eval_pipeline.retrieve.fulltext import FulltextRetriever
+
+    chunk = next(s for s in ftq.SOURCE_KINDS if s.kind == "chunk")
+    rows = [
+        {"id": f"c{i}", "session_id": "s1", "text": f"chunk {i}", "role": None,
+         "timestamp": None, "turn_ids": [f"s1_t{i}"], "score": float(i % 3)}
+        for i in range(6)
+    ]  # fmt: skip
+    retriever = object.__new__(FulltextRetriever)
+    retriever.context_format = "text"
+    ranked = [
+        [item.node_ids[0] for item in retriever._rank([(chunk, r) for r in order], 4)[0]]
+        for order in (rows, rows[::-1], rows[3:] + rows[:3])
+    ]
+    assert ranked[0] == ["c2", "c5", "c1", "c4"]
+    assert ranked[0] == ranked[1] == ranked[2]
+
+
+def test_batched_transactions_stay_within_memgraphs_bounds() -> None:
+    """[TX-10]: nothing bounds a write transaction's size on Memgraph but the instance's
+    --memory-limit and --query-execution-timeout-sec counted from BEGIN; the project runs in
+    IN_MEMORY_TRANSACTIONAL (reconciliation refuses IN_MEMORY_ANALYTICAL) with docker-compose's
+    300 s and 8 GiB. A batch is capped in sessions, and the vector writes in rows and bytes."""
+    from pathlib import Path
+
+    from eval_pipeline.graph import vectors
+    from eval_pipeline.reconcile import runner
+
+    compose = (Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text()
+    timeout = re.search(r"--query-execution-timeout-sec=(\d+)", compose)
+    assert timeout and int(timeout.group(1)) >= 300
+    assert runner.WRITE_BATCH <= 100
+    assert vectors.WRITE_ROWS * 384 * 24 < 64 << 20  # JSON floats: well under a few MB
+    fake = FakeMemgraph(ANALYTICAL_INFO)
+    with pytest.raises(GraphError, match="IN_MEMORY_ANALYTICAL"):
+        mg.MemgraphDialect(V310).require_transactions(fake, "reconciliation")  # type: ignore[arg-type]
+
+
+def test_vector_writes_and_index_config_at_the_tag() -> None:
+    """[VX-10]: string-literal keys the grammar takes, mandatory dimension and capacity, cosine
+    (so similarity = the module's cosine_similarity), f32 by default; a dimension a uint16
+    cannot hold is refused before the server wraps it; the embedding write is plain Cypher."""
+    import json
+
+    from eval_pipeline.graph.vectors import VectorSource, _write_statement
+
+    stmt = mg.create_vector_index_statement("turn_embedding", "Turn", "embedding", 384, 0)
+    config = json.loads(stmt.split(" WITH CONFIG ", 1)[1])
+    assert config == {"dimension": 384, "capacity": 1, "metric": "cos"}
+    assert set(config) <= {"dimension", "capacity", "metric", "resize_coefficient", "scalar_kind"}
+    for dims in (0, 65_536, 100_000):
+        with pytest.raises(GraphError, match="1 to 65535 dimensions"):
+            mg.create_vector_index_statement("x", "Turn", "embedding", dims, 10)
+    assert "65535" in mg.create_vector_index_statement("x", "Turn", "embedding", 65_535, 10)
+    for source in ftq.SOURCE_KINDS:
+        vector_source = VectorSource(source.label, source.text_property, source.id_property)
+        write = _write_statement(vector_source)
+        assert memgraph_clauses.problems(write) == [], write
+        assert [c.name for c in memgraph_clauses.clauses(write)] == ["UNWIND", "MATCH", "SET"]
+
+
+def _every_statement() -> dict[str, str]:
+    """Statements the pipeline sends to Memgraph besides the writers': injection's (one shape
+    per turn count) and the module-level ones of graph.schema, and retrieval's reads."""
+    from eval_pipeline.retrieve import dense
+
+    dialect = mg.MemgraphDialect(V310)
+    found = {f"sessions with {n} turns": schema.create_sessions_statement(n) for n in range(4)}
+    for name, value in sorted(vars(schema).items()):
+        if isinstance(value, str) and re.match(r"\s*(MATCH|UNWIND|MERGE|CREATE|OPTIONAL)", value):
+            found[f"schema.{name}"] = value
+    for source in ftq.SOURCE_KINDS:
+        for scoped in (False, True):
+            found[f"fulltext {source.kind} {scoped}"] = ftq.search_statement(
+                dialect, source, scoped=scoped
+            )
+            found[f"dense {source.kind} {scoped}"] = dense.search_statement(
+                dialect, source, scoped=scoped
+            )
+    found["fulltext successors"] = ftq.SUCCESSORS_STATEMENT
+    found["haystack"] = ftq.HAYSTACK_STATEMENT
+    return found
+
+
+EVERY_STATEMENT = _every_statement()
+
+
+@pytest.mark.parametrize("name", sorted(EVERY_STATEMENT))
+def test_injection_and_retrieval_statements_follow_memgraphs_clause_order(name: str) -> None:
+    # [CV-10], for the statements read before issue 29 too (cheap, and one checker for all).
+    statement = EVERY_STATEMENT[name]
+    assert memgraph_clauses.clauses(statement), name
+    assert memgraph_clauses.problems(statement) == [], (name, statement)
+
+
+def test_the_statement_list_covers_injection_and_both_retrievers() -> None:
+    names = set(EVERY_STATEMENT)
+    assert {"schema.CREATE_QUESTIONS", "fulltext turn True", "dense fact True"} <= names
+    assert len(names) >= 25

@@ -67,3 +67,40 @@ def test_reconciler_indexes_are_idempotent_and_searchable(injected: GraphStore, 
     assert drop_fulltext_indexes(store) == []
     remaining = [i for i in store.dialect.text_indexes(store) if i.label in labels]
     assert remaining == []
+
+
+def test_one_batched_transaction_keeps_an_empty_session_and_names_a_missing_one(
+    injected: GraphStore,
+):
+    """The batched statement's unit subqueries on a live server: a session with nothing to
+    write is still marked done, the links are made to nodes created earlier in the same
+    statement, and a session the graph lacks is named, with nothing written for it
+    (test_memgraph_statements.py [SQ-10] for what Memgraph's planner does)."""
+    from eval_pipeline.reconcile.models import SessionMemory
+    from eval_pipeline.reconcile.writer import write_sessions_memory
+
+    store = injected
+    ensure_reconcile_schema(store)
+    first, second = load_sessions(store, SESSION_IDS[:2])
+    full = load_reconciler("extractive").reconcile(first)
+    assert full.chunks and full.entities
+    empty = SessionMemory(session_id=second.session_id, reconciler=full.reconciler)
+    gone = full.model_copy(update={"session_id": "not_in_graph"})
+    missing = write_sessions_memory(store, [full, empty, gone], version="1", pins_key="k")
+    assert missing == {"not_in_graph"}
+    statuses = read_statuses(store)
+    assert statuses[first.session_id] == statuses[second.session_id] == "done"
+    assert _count(store, "Chunk") == len(full.chunks)
+    assert _count(store, "Fact") == len(full.facts)
+    links = store.read(
+        "MATCH (c:Chunk)-[r:FROM_TURN]->(:Turn) RETURN count(r) AS n",
+    )[0]["n"]
+    assert links == sum(len(c.turn_ids) for c in full.chunks)
+    mentions = store.read("MATCH (:Chunk)-[r:MENTIONS]->(:Entity) RETURN count(r) AS n")[0]["n"]
+    assert mentions == sum(len(c.entity_keys) for c in full.chunks)
+    owned = store.read(
+        "MATCH (s:Session {session_id: $s})-[:HAS_CHUNK|HAS_FACT|HAS_EPISODE]->(n) "
+        "RETURN count(n) AS n",
+        {"s": second.session_id},
+    )
+    assert owned[0]["n"] == 0

@@ -122,3 +122,34 @@ def test_dense_prepares_and_searches_the_vector_index_on_every_backend(
         output = retriever.retrieve(request, RetrievalTrace())
         assert output.items[0].turn_ids == ["s_bike#0"], (scope, output.items)
     assert graph_state(injected).fingerprint == before.fingerprint
+
+
+def test_haystack_documents_are_one_row_of_lists_with_nulls_in_step(injected: GraphStore):
+    """Ranking `haystack`'s read on a live server: one row (an aggregate without a grouping
+    key), every haystack turn once, each a list of the five fields with a null kept in its
+    place (on Memgraph: its collect skips only a null input, a list holding one is kept:
+    test_memgraph_statements.py [AG-10]); an unknown question: one row of []."""
+    from eval_pipeline.retrieve import fulltext_queries as ftq
+
+    store = injected
+    turn = ftq.SOURCE_KINDS[0]
+    qid = "q_bike"
+    target = QUESTIONS[qid][2]
+    store.write("MATCH (t:Turn {turn_id: $id}) SET t.role = null", {"id": target})
+    statement = ftq.haystack_documents_statement(turn)
+    reader = GuardedReader(store)
+    rows = reader.read(statement, {"question_id": qid})
+    assert len(rows) == 1
+    docs = rows[0]["docs"]
+    assert docs and all(len(d) == len(ftq.HAYSTACK_DOC_FIELDS) for d in docs)
+    assert len({d[0] for d in docs}) == len(docs)
+    assert {d[2] for d in docs} <= HAYSTACKS[qid]
+    expected = store.read(
+        "MATCH (:Question {question_id: $q})-[:HAYSTACK]->(:Session)-[:HAS_TURN]->(t:Turn) "
+        "RETURN count(DISTINCT t) AS n",
+        {"q": qid},
+    )
+    assert len(docs) == expected[0]["n"]
+    (mine,) = [d for d in docs if d[0] == target]
+    assert mine[1] and mine[2] == target.split("#")[0] and mine[3] is None
+    assert reader.read(statement, {"question_id": "no_such_question"}) == [{"docs": []}]

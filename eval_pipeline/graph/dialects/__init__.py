@@ -82,8 +82,9 @@ DIFFERENCES: tuple[Difference, ...] = (
         "create_vector_index",
         "SQL over HTTP: CREATE PROPERTY L.p ARRAY_OF_FLOATS, CREATE INDEX ... LSM_VECTOR "
         "METADATA {dimensions, similarity: COSINE}; name L[p]",
-        "CREATE VECTOR INDEX l_p ON :L(p) WITH CONFIG {dimension, capacity, metric: cos}, "
-        "then listed (a failure is only a notification)",
+        "CREATE VECTOR INDEX l_p ON :L(p) WITH CONFIG {dimension, capacity, metric: cos} "
+        "(dimension 1 to 65535: the server casts it to uint16), then listed (a failure is only "
+        "a notification)",
     ),
     Difference(
         "vector index discovery",

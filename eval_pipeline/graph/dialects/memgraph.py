@@ -236,6 +236,11 @@ def drop_index_statements(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+# VectorIndexConfigFromTypedMap: `static_cast<std::uint16_t>(dimension)` (src/query/interpreter.cpp
+# @ v3.10.1).
+MAX_VECTOR_DIMENSION = 65_535
+
+
 def vector_index_name(label: str, prop: str) -> str:
     return f"{label.lower()}_{prop}"
 
@@ -247,7 +252,14 @@ def create_vector_index_statement(
     ')' WITH CONFIG configsMap` (MemgraphCypher.g4 @ v3.10.1); `dimension` and `capacity` are
     mandatory, `metric` defaults to l2sq, "cos" is cosine (VectorIndexConfigFromTypedMap,
     src/query/interpreter.cpp; MetricFromName, src/storage/v2/indices/vector_index_utils.hpp
-    @ v3.10.1). The capacity grows on demand by `resize_coefficient` (default 2)."""
+    @ v3.10.1). The capacity grows on demand by `resize_coefficient` (default 2). The keys are
+    string literals because the grammar's `configKeyValuePair` is `literal ':' ( literal |
+    parameter )`. The server casts the dimension to a uint16 (`VectorIndexConfigFromTypedMap`):
+    a larger one would wrap silently into another index, so it is refused here."""
+    if not 0 < int(dims) <= MAX_VECTOR_DIMENSION:
+        raise GraphError(
+            f"a Memgraph vector index holds 1 to {MAX_VECTOR_DIMENSION} dimensions, not {dims}"
+        )
     config = f'{{"dimension": {int(dims)}, "capacity": {max(int(capacity), 1)}, "metric": "cos"}}'
     return (
         f"CREATE VECTOR INDEX {quote_name(name)} ON :{quote_name(label)}({quote_name(prop)}) "
