@@ -36,7 +36,6 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel
@@ -230,51 +229,48 @@ def _rel_slice(rel: str) -> str:
     )
 
 
-# Slice queries in flight at once: each runs on one server thread, so two keep a 2-core
-# server busy while this process waits (at S scale one fingerprint took ~38 s one at a time).
-READERS = 2
-
-
-def _slice_jobs(
+def _slices(
     store: GraphReader,
     what: str,
     count_query: str,
     slice_query: str,
     label: str | None = None,
     skip: tuple[str, ...] = (LEASE,),
-) -> list[tuple[str, str, dict[str, Any]]]:
-    """(what, slice query, params) for each slice of one label or type, its size counted
-    first; an empty one has none (the schema covers that it exists)."""
+) -> tuple[list[bytes], int]:
     params: dict[str, Any] = {"skip": list(skip), "label": label}
     total = int(store.read(count_query, params, timeout_s=READ_TIMEOUT_S)[0]["n"])
-    slices = -(-total // SLICE_ELEMENTS)
-    return [(what, slice_query, {**params, "slices": slices, "slice": i}) for i in range(slices)]
+    if total == 0:  # an empty type is no content (the schema covers that it exists)
+        return [], 0
+    slices = max(1, -(-total // SLICE_ELEMENTS))
+    digests: list[bytes] = []
+    counted = 0
+    for i in range(slices):
+        row = store.read(
+            slice_query, {**params, "slices": slices, "slice": i}, timeout_s=READ_TIMEOUT_S
+        )[0]
+        counted += int(row["n"])
+        digests.append(_digest([what, slices, i, int(row["n"]), row["digest"]]))
+    return digests, counted
 
 
 def _server_content(store: GraphReader, skip: tuple[str, ...]) -> tuple[list[bytes], int, int]:
     """(slice digests, nodes, relationships), the elements hashed by the server."""
-    jobs: list[tuple[str, str, dict[str, Any]]] = []
+    digests: list[bytes] = []
+    nodes = 0
     for label in [*_labels(store, listed=True), None]:
         if label in skip:
             continue
-        jobs += _slice_jobs(
+        found, count = _slices(
             store, f"n:{label or ''}", _node_count(label), _node_slice(label), label, skip
         )
+        digests += found
+        nodes += count
+    relationships = 0
     for rel in _types(store, listed=True):
-        jobs += _slice_jobs(store, f"r:{rel}", _rel_count(rel), _rel_slice(rel))
-
-    def digest(job: tuple[str, str, dict[str, Any]]) -> tuple[str, bytes, int]:
-        what, query, params = job
-        row = store.read(query, params, timeout_s=READ_TIMEOUT_S)[0]
-        n = int(row["n"])
-        return what, _digest([what, params["slices"], params["slice"], n, row["digest"]]), n
-
-    # The digests are combined sorted, so the order the slices finish in does not matter.
-    with ThreadPoolExecutor(max_workers=READERS) as pool:
-        done = list(pool.map(digest, jobs))
-    nodes = sum(n for what, _, n in done if what.startswith("n:"))
-    relationships = sum(n for what, _, n in done if what.startswith("r:"))
-    return [d for _, d, _ in done], nodes, relationships
+        found, count = _slices(store, f"r:{rel}", _rel_count(rel), _rel_slice(rel))
+        digests += found
+        relationships += count
+    return digests, nodes, relationships
 
 
 def _combine(digests: list[bytes], domain: bytes = _DOMAIN) -> str:
