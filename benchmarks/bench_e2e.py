@@ -149,7 +149,9 @@ def newest_artifact(home: Path, asset: str) -> Path:
     found = sorted((home / "artifacts").glob(f"*/{asset}"), key=lambda p: p.stat().st_mtime)
     if not found:
         raise SystemExit(f"the run published no {asset} artifact under {home / 'artifacts'}")
-    return found[-1]
+    # A graph stage is partitioned by question batch: one run, one batch (`batch-01-of-01`).
+    batches = sorted(found[-1].glob("batch-*"))
+    return batches[0] if len(batches) == 1 else found[-1]
 
 
 def asset_metadata(asset: str, key: str) -> Any:
