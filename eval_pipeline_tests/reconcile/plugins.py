@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from typing import Any
 
 from eval_pipeline.reconcile.extractive import ExtractiveReconciler
@@ -144,3 +146,20 @@ class MarkerWritingReconciler:
             )
         finally:
             store.close()
+
+
+class KilledOnSessionReconciler(ExtractiveReconciler):
+    """Extractive, except that its process is killed outright (as the OOM killer would) when
+    it reaches the session named `kill`: in a worker process, the worker dies."""
+
+    name = "killed-on-session"
+    version = "1"
+
+    def __init__(self, kill: str = "", **config: Any) -> None:
+        super().__init__(**config)
+        self.kill = kill
+
+    def reconcile(self, session: SessionInput) -> SessionMemory:
+        if session.session_id == self.kill:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().reconcile(session)
