@@ -41,7 +41,7 @@ from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy, RoleConfig
 from eval_pipeline.reconcile import load_reconciler, reconcile_pending
 from eval_pipeline.reconcile.extractive import ExtractiveReconciler
 from eval_pipeline.reconcile.models import SessionInput, SessionTurn
-from eval_pipeline.reconcile.runner import WRITE_BATCH, ReconcileReport
+from eval_pipeline.reconcile.runner import LOAD_BATCH, WRITE_BATCH, ReconcileReport
 from eval_pipeline.reconcile.session_graph import InMemorySessionGraph
 from eval_pipeline.settings import state_dir
 from eval_pipeline_tests.wire_server import WireServerProcess
@@ -314,11 +314,31 @@ def bench_graph(
                 f"(write {t.get('write_mean_s', 0) * 1000:.1f} ms/session mean, "
                 f"p95 {t.get('write_p95_s', 0) * 1000:.1f} ms; nodes {report.graph_nodes})"
             )
+            waits = (
+                f"; the dispatcher waited {t['pool_wait_sessions_s']:.1f} s for sessions, "
+                f"{t['pool_wait_results_s']:.1f} s for results"
+                if "pool_wait_sessions_s" in t
+                else ""
+            )
+            print(
+                f"loads: {t.get('load_total_s', 0):.1f} s in all, "
+                f"{t.get('load_mean_s', 0) * 1000:.0f} ms per {LOAD_BATCH} sessions{waits}"
+            )
             print(
                 f"CPU: driver {driver:.1f} s ({driver / wall:.2f} cores), worker processes "
                 f"{pool_cpu:.1f} s ({pool_cpu / wall:.2f}), JVM {jvm_cpu:.1f} s "
                 f"({jvm_cpu / wall:.2f}){started_workers}; load average "
                 f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+            )
+            # Load-free bound: the CPU a session costs over the cores, or the driver's own
+            # (one process, one core at most under the GIL), whichever is larger.
+            cores = os.cpu_count() or 1
+            per_session = max((driver + pool_cpu + jvm_cpu) / cores, driver) / n
+            print(
+                f"CPU per session: {(driver + pool_cpu + jvm_cpu) / n * 1000:.1f} ms "
+                f"(driver {driver / n * 1000:.1f}, workers {pool_cpu / n * 1000:.1f}, JVM "
+                f"{jvm_cpu / n * 1000:.1f}): on an idle machine S could take "
+                f"{S_SESSIONS * per_session:.0f} s at best"
             )
             print(
                 f"S ({S_SESSIONS} sessions) projected {projected:.0f} s; target S <= "

@@ -260,14 +260,36 @@ async def reconcile_pending_async(
     written: dict[str, int] = {label: 0 for label in schema.NODE_LABELS}
     reconcile_times: list[float] = []
     write_times: list[float] = []
+    load_times: list[float] = []
     pool_timings: dict[str, float] = {}
     done = 0
 
+    async def load(batch: list[str]) -> list[SessionInput]:
+        t = time.perf_counter()
+        sessions = await asyncio.to_thread(graph.load, batch)
+        load_times.append(time.perf_counter() - t)
+        return sessions
+
     async def loader() -> None:
-        for start in range(0, len(to_do), LOAD_BATCH):
-            batch = to_do[start : start + LOAD_BATCH]
-            for session in await asyncio.to_thread(graph.load, batch):
-                await sessions_q.put(session)
+        """Reads the next batch while this one is handed out: no gap between them."""
+        starts = range(0, len(to_do), LOAD_BATCH)
+        ahead: asyncio.Task[list[SessionInput]] | None = None
+        try:
+            for start in starts:
+                if ahead is None:
+                    ahead = asyncio.create_task(load(to_do[start : start + LOAD_BATCH]))
+                sessions = await ahead
+                following = start + LOAD_BATCH
+                ahead = (
+                    asyncio.create_task(load(to_do[following : following + LOAD_BATCH]))
+                    if following < len(to_do)
+                    else None
+                )
+                for session in sessions:
+                    await sessions_q.put(session)
+        finally:
+            if ahead is not None:
+                ahead.cancel()
         for _ in range(consumers):
             await sessions_q.put(None)
 
@@ -292,9 +314,14 @@ async def reconcile_pending_async(
             collections.deque()
         )
 
+        waited = {"pool_wait_sessions_s": 0.0, "pool_wait_results_s": 0.0}
+
         async def deliver_oldest() -> None:
             batch, task = in_flight.popleft()
-            for session, (outcome, seconds) in zip(batch, await task, strict=True):
+            t = time.perf_counter()
+            outcomes = await task
+            waited["pool_wait_results_s"] += time.perf_counter() - t
+            for session, (outcome, seconds) in zip(batch, outcomes, strict=True):
                 if isinstance(outcome, ReconcilerUnavailable):
                     raise outcome  # a configuration problem, not this session's
                 reconcile_times.append(seconds)
@@ -306,7 +333,10 @@ async def reconcile_pending_async(
             while not ended:
                 batch: list[SessionInput] = []
                 while len(batch) < batch_size:
-                    if (session := await sessions_q.get()) is None:
+                    t = time.perf_counter()
+                    session = await sessions_q.get()
+                    waited["pool_wait_sessions_s"] += time.perf_counter() - t
+                    if session is None:
                         ended = True
                         break
                     if audit is not None:
@@ -316,6 +346,7 @@ async def reconcile_pending_async(
                     in_flight.append((batch, asyncio.create_task(pool.run(batch))))
                 while in_flight and (len(in_flight) >= processes * 2 or ended):
                     await deliver_oldest()
+            pool_timings.update({k: round(v, 3) for k, v in waited.items()})
         finally:
             for _, task in in_flight:
                 if not task.cancel() and not task.cancelled():
@@ -495,7 +526,9 @@ async def reconcile_pending_async(
         nodes_written=written,
         graph_nodes=graph_nodes,
         timings={
-            **_timings(run_s, time.perf_counter() - started, reconcile_times, write_times),
+            **_timings(
+                run_s, time.perf_counter() - started, reconcile_times, write_times, load_times
+            ),
             **pool_timings,
         },
         llm_usage=usage_of() if callable(usage_of) else None,
@@ -513,7 +546,11 @@ def _first_cause(group: BaseExceptionGroup) -> BaseException:
 
 
 def _timings(
-    run_s: float, total_s: float, reconcile: list[float], write: list[float]
+    run_s: float,
+    total_s: float,
+    reconcile: list[float],
+    write: list[float],
+    load: list[float] | None = None,
 ) -> dict[str, float]:
     def stats(prefix: str, samples: list[float]) -> dict[str, float]:
         if not samples:
@@ -529,4 +566,5 @@ def _timings(
     out["sessions_per_s"] = round(len(write) / run_s, 2) if run_s > 0 else 0.0
     out.update(stats("reconcile", reconcile))
     out.update(stats("write", write))
+    out.update(stats("load", load or []))  # per read of up to LOAD_BATCH sessions
     return out
