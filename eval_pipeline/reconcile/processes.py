@@ -143,23 +143,26 @@ class SessionPool:
                 f"reconciler {type(reconciler).__name__} declares cpu_bound but does not "
                 f"pickle ({type(exc).__name__}: {exc}); set reconcile.processes to 1"
             ) from exc
-        context = _context()
-        if context.get_start_method() == "forkserver":
-            # Ignored once this process's fork server runs: it then has these already.
-            context.set_forkserver_preload([__name__, type(reconciler).__module__])
+        self._payload = payload
+        self._module = type(reconciler).__module__
         self.processes = processes
         self.pids: list[int] = []
-        self._executor = ProcessPoolExecutor(
-            max_workers=processes,
-            mp_context=context,
-            initializer=_init,
-            initargs=(payload, dict(os.environ), os.getcwd()),
-        )
+        self._executor: ProcessPoolExecutor | None = None
 
     async def start(self) -> dict[str, float]:
         """Start every worker (one `_ready` each; workers are started on demand) and wait
         for them: the seconds that took, and the slowest worker's reconciler unpickling."""
         started = time.perf_counter()
+        context = _context()
+        if context.get_start_method() == "forkserver":
+            # Ignored once this process's fork server runs: it then has these already.
+            context.set_forkserver_preload([__name__, self._module])
+        self._executor = ProcessPoolExecutor(
+            max_workers=self.processes,
+            mp_context=context,
+            initializer=_init,
+            initargs=(self._payload, dict(os.environ), os.getcwd()),
+        )
         loop = asyncio.get_running_loop()
         ready = await self._guard(
             asyncio.gather(
@@ -194,7 +197,8 @@ class SessionPool:
             ) from exc
 
     def close(self) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
 
 
 def _alive(pid: int) -> bool:

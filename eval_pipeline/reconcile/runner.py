@@ -45,6 +45,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from eval_pipeline.graph.errors import GraphUnavailableError
 from eval_pipeline.llm import redact
 from eval_pipeline.reconcile import schema
 from eval_pipeline.reconcile.marker_audit import SessionAudit
@@ -397,6 +398,8 @@ async def reconcile_pending_async(
                 missing = await asyncio.to_thread(
                     write_many, memories, version=version, pins_key=key
                 )
+            except GraphUnavailableError:
+                raise  # the graph itself, not a session: each alone would only wait again
             except Exception:  # nothing was written: each alone, a bad one fails by itself
                 alone = items
             else:
