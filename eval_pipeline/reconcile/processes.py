@@ -168,7 +168,8 @@ class SessionPool:
             asyncio.gather(
                 *(loop.run_in_executor(self._executor, _ready) for _ in range(self.processes))
             ),
-            "the workers were starting",
+            "the workers were starting (each imports the main module: a script calling the "
+            "runner at its top level needs `if __name__ == '__main__':`, or processes=1)",
         )
         self.pids = sorted({pid for pid, _ in ready})
         return {
