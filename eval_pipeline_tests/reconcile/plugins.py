@@ -14,6 +14,7 @@ from eval_pipeline.reconcile.models import (
     SessionInput,
     SessionMemory,
 )
+from eval_pipeline.reconcile.protocol import ReconcilerUnavailable
 
 
 class EchoReconciler:
@@ -163,3 +164,13 @@ class KilledOnSessionReconciler(ExtractiveReconciler):
         if session.session_id == self.kill:
             os.kill(os.getpid(), signal.SIGKILL)
         return super().reconcile(session)
+
+
+class UnavailableReconciler(ExtractiveReconciler):
+    """Extractive, but finds out on its first session that it cannot run here."""
+
+    name = "unavailable"
+    version = "1"
+
+    def reconcile(self, session: SessionInput) -> SessionMemory:
+        raise ReconcilerUnavailable("the model this needs is not configured | on purpose")

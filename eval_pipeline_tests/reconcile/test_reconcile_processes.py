@@ -6,14 +6,24 @@ from __future__ import annotations
 
 import pytest
 
-from eval_pipeline.reconcile import ReconcileError, reconcile_pending, schema
+from eval_pipeline.reconcile import (
+    ReconcileError,
+    ReconcilerUnavailable,
+    reconcile_pending,
+    schema,
+)
 from eval_pipeline.reconcile.extractive import ExtractiveReconciler
 from eval_pipeline.reconcile.marker_audit import SessionAudit
 from eval_pipeline.reconcile.processes import ReconcileWorkerDied, resolve_processes
 from eval_pipeline.reconcile.reader import read_statuses
 
 from .graph_fixtures import SESSION_IDS
-from .plugins import EchoReconciler, FailingReconciler, KilledOnSessionReconciler
+from .plugins import (
+    EchoReconciler,
+    FailingReconciler,
+    KilledOnSessionReconciler,
+    UnavailableReconciler,
+)
 from .test_batched_writes import dump, fresh
 
 
@@ -61,6 +71,13 @@ def test_a_session_failing_in_a_worker_fails_alone(injected_store, monkeypatch):
     statuses = read_statuses(injected_store)
     assert statuses[bad] == schema.FAILED
     assert all(statuses[s] == schema.DONE for s in SESSION_IDS if s != bad)
+
+
+def test_a_reconciler_unavailable_in_a_worker_stops_the_run(injected_store):
+    with pytest.raises(ReconcilerUnavailable, match="not configured"):
+        reconcile_pending(injected_store, UnavailableReconciler(), concurrency=1, processes=2)
+    statuses = read_statuses(injected_store)
+    assert set(statuses.values()) == {schema.PENDING}, "no session is marked failed for it"
 
 
 def test_a_killed_worker_stops_the_run_clearly_and_a_rerun_resumes(injected_store, monkeypatch):
