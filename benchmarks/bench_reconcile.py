@@ -12,11 +12,16 @@
    full-scale generated corpus: sessions per second.
 3. `extractive` through the runner into the embedded ArcadeDB for `--graph-sessions` sessions
    (0 skips): sessions per second including the graph writes, side by side on the same
-   sessions in two fresh databases of one server: one write transaction per session
-   (`write_batch=1`, before issue 29) and the default batched writes; the rate projected to
-   the S-shaped file's sessions against the target (issue 29: S in <= 120 s).
+   sessions in fresh databases of one server: one write transaction per session
+   (`write_batch=1`, before issue 29; `--skip-each` leaves it out), the batched writes with
+   the reconciler in the driver's threads (`processes=1`), and the default: batched writes
+   and the reconciler in worker processes, one per core. Each rate is projected to the
+   S-shaped file's sessions against the target (issue 29: S in <= 120 s), with the CPU the
+   driver, the worker processes and the JVM spent and the load average (the machine may be
+   shared: a load above the cores means every figure is slowed down).
 
     .venv/bin/python -m benchmarks.bench_reconcile [--sessions 1000] [--graph-sessions 1000]
+        [--skip-each] [--processes N]
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from eval_pipeline.llm import LLMLayer, LLMSettings, RetryPolicy, RoleConfig
 from eval_pipeline.reconcile import load_reconciler, reconcile_pending
 from eval_pipeline.reconcile.extractive import ExtractiveReconciler
 from eval_pipeline.reconcile.models import SessionInput, SessionTurn
-from eval_pipeline.reconcile.runner import WRITE_BATCH, ReconcileReport
+from eval_pipeline.reconcile.runner import LOAD_BATCH, WRITE_BATCH, ReconcileReport
 from eval_pipeline.reconcile.session_graph import InMemorySessionGraph
 from eval_pipeline.settings import state_dir
 from eval_pipeline_tests.wire_server import WireServerProcess
@@ -208,47 +213,143 @@ def inject(store: object, sessions: list[SessionInput], directory: Path) -> None
     inject_fixtures(store, path)  # type: ignore[arg-type]
 
 
-def bench_graph(sessions: list[SessionInput], concurrency: int, llm: bool) -> None:
+def cpu_s(pid: int | None, *, children: bool = False) -> float:
+    """CPU seconds `pid` has used (with `children`: only those of its reaped children)."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # utime, stime, cutime, cstime are fields 14-17 of stat (12-15 after the name).
+    ticks = int(fields[13]) + int(fields[14]) if children else int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def fork_servers() -> list[int]:
+    """This process's multiprocessing fork server(s): worker processes are its children, so
+    the CPU they spent is its children's once they have exited."""
+    me = str(os.getpid())
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="ascii")
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] == me and b"forkserver" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def bench_graph(
+    sessions: list[SessionInput],
+    concurrency: int,
+    llm: bool,
+    *,
+    each: bool = True,
+    processes: int | None = None,
+) -> None:
     from eval_pipeline.graph import server as graph_server
     from eval_pipeline.graph.store import GraphStore
+    from eval_pipeline.reconcile.processes import resolve_processes
 
     n = len(sessions)
+    workers = resolve_processes(ExtractiveReconciler(), processes)
     data_dir = state_dir() / "bench" / "reconcile_arcadedb"
-    store = GraphStore(data_dir=str(data_dir), database="reconcile_bench", heap="1g")
-    old = GraphStore(data_dir=str(data_dir), database="reconcile_bench_each", heap="1g")
+    runs = [("batched writes, in the driver's threads", "threads", WRITE_BATCH, 1)]
+    if each:
+        runs.insert(0, ("one transaction per session, threads", "each", 1, 1))
+    runs.append((f"batched writes, {workers} worker processes", "processes", WRITE_BATCH, workers))
+    stores = {
+        key: GraphStore(data_dir=str(data_dir), database=f"reconcile_bench_{key}", heap="1g")
+        for _, key, _, _ in runs
+    }
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            inject(store, sessions, Path(tmp))
-            inject(old, sessions, Path(tmp))
-        rates = {}
-        for label, target, batch in (
-            ("one transaction per session", old, 1),
-            ("batched writes", store, WRITE_BATCH),
-        ):
+            for target in stores.values():
+                inject(target, sessions, Path(tmp))
+        info = graph_server.running_info(data_dir)
+        jvm = info.pid if info is not None else None
+        rates: dict[str, float] = {}
+        for label, key, batch, procs in runs:
             print(
                 f"== extractive reconciler into the embedded ArcadeDB: {n} sessions, "
-                f"concurrency {concurrency}, {label} (write_batch {batch})"
+                f"concurrency {concurrency}, {label} (write_batch {batch}, processes {procs})"
+            )
+            servers = fork_servers()
+            before = (
+                time.process_time(),
+                sum(cpu_s(p, children=True) for p in servers),
+                cpu_s(jvm),
             )
             started = time.perf_counter()
             report = reconcile_pending(
-                target, ExtractiveReconciler(), concurrency=concurrency, write_batch=batch
+                stores[key],
+                ExtractiveReconciler(),
+                concurrency=concurrency,
+                write_batch=batch,
+                processes=procs,
             )
             wall = time.perf_counter() - started
             check(report, n)
+            servers = fork_servers()  # the first pool of this process starts its server
+            driver = time.process_time() - before[0]
+            pool_cpu = sum(cpu_s(p, children=True) for p in servers) - before[1]
+            jvm_cpu = cpu_s(jvm) - before[2]
             t = report.timings
-            rates[batch] = n / wall
+            rates[key] = n / wall
+            projected = S_SESSIONS / rates[key]
+            started_workers = (
+                f"; workers started in {t['worker_start_s']:.2f} s "
+                f"(reconciler unpickled in {t['worker_unpickle_s']:.2f} s)"
+                if "worker_start_s" in t
+                else ""
+            )
             print(
                 f"wall {wall:.1f} s: {n / wall:.0f} sessions/s with graph writes "
                 f"(write {t.get('write_mean_s', 0) * 1000:.1f} ms/session mean, "
                 f"p95 {t.get('write_p95_s', 0) * 1000:.1f} ms; nodes {report.graph_nodes})"
             )
-        projected = S_SESSIONS / rates[WRITE_BATCH]
-        print(
-            f"batched / one each: {rates[WRITE_BATCH] / rates[1]:.2f}x; S ({S_SESSIONS} "
-            f"sessions) projected {projected:.0f} s batched, {S_SESSIONS / rates[1]:.0f} s one "
-            f"each; target S <= {TARGET_S_SECONDS:.0f} s: "
-            f"{'OK' if projected <= TARGET_S_SECONDS else 'MISSED'} (projected from {n})"
-        )
+            waits = (
+                f"; the dispatcher waited {t['pool_wait_sessions_s']:.1f} s for sessions, "
+                f"{t['pool_wait_results_s']:.1f} s for results"
+                if "pool_wait_sessions_s" in t
+                else ""
+            )
+            print(
+                f"loads: {t.get('load_total_s', 0):.1f} s in all, "
+                f"{t.get('load_mean_s', 0) * 1000:.0f} ms per {LOAD_BATCH} sessions{waits}"
+            )
+            print(
+                f"CPU: driver {driver:.1f} s ({driver / wall:.2f} cores), worker processes "
+                f"{pool_cpu:.1f} s ({pool_cpu / wall:.2f}), JVM {jvm_cpu:.1f} s "
+                f"({jvm_cpu / wall:.2f}){started_workers}; load average "
+                f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+            )
+            # Load-free bound: the CPU a session costs over the cores, or the driver's own
+            # (one process, one core at most under the GIL), whichever is larger.
+            cores = os.cpu_count() or 1
+            per_session = max((driver + pool_cpu + jvm_cpu) / cores, driver) / n
+            print(
+                f"CPU per session: {(driver + pool_cpu + jvm_cpu) / n * 1000:.1f} ms "
+                f"(driver {driver / n * 1000:.1f}, workers {pool_cpu / n * 1000:.1f}, JVM "
+                f"{jvm_cpu / n * 1000:.1f}): on an idle machine S could take "
+                f"{S_SESSIONS * per_session:.0f} s at best"
+            )
+            print(
+                f"S ({S_SESSIONS} sessions) projected {projected:.0f} s; target S <= "
+                f"{TARGET_S_SECONDS:.0f} s: {'OK' if projected <= TARGET_S_SECONDS else 'MISSED'} "
+                f"(projected from {n})"
+            )
+        summary = [f"processes / threads: {rates['processes'] / rates['threads']:.2f}x"]
+        if "each" in rates:
+            summary.append(f"batched threads / one each: {rates['threads'] / rates['each']:.2f}x")
+        print("; ".join(summary))
+        store = stores["processes"]
         if llm:
             print(
                 f"== llm reconciler into the embedded ArcadeDB: {n} sessions (redo), "
@@ -268,8 +369,8 @@ def bench_graph(sessions: list[SessionInput], concurrency: int, llm: bool) -> No
                     f"(write {report.timings.get('write_mean_s', 0) * 1000:.1f} ms/session)"
                 )
     finally:
-        store.close()
-        old.close()
+        for target in stores.values():
+            target.close()
         graph_server.stop(data_dir)
 
 
@@ -285,6 +386,12 @@ def main() -> None:
     )
     parser.add_argument("--skip-pure", action="store_true", help="skip part 2 (full corpus)")
     parser.add_argument("--skip-llm", action="store_true", help="skip part 1")
+    parser.add_argument(
+        "--skip-each", action="store_true", help="part 3 without one transaction per session"
+    )
+    parser.add_argument(
+        "--processes", type=int, default=None, help="part 3's worker processes (unset: cores)"
+    )
     args = parser.parse_args()
 
     path = corpus_file(args.questions, args.seed)
@@ -294,7 +401,13 @@ def main() -> None:
     if not args.skip_pure:
         bench_extractive_pure(path)
     if args.graph_sessions:
-        bench_graph(first[: args.graph_sessions], 4, args.llm_graph)
+        bench_graph(
+            first[: args.graph_sessions],
+            4,
+            args.llm_graph,
+            each=not args.skip_each,
+            processes=args.processes,
+        )
 
 
 if __name__ == "__main__":

@@ -314,6 +314,14 @@ class ReconcileConfig(Section):
     concurrency: int | None = Field(
         default=None, ge=1, description="sessions in flight; unset: the reconciler's own, else 4"
     )
+    processes: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="worker processes for a CPU-bound reconciler (extractive); unset: one per "
+        "core; 1: in the run's own process. Other reconcilers run in the run's process",
+        json_schema_extra=cli("--reconcile-processes", "N"),
+    )
     redo: bool = Field(default=False, description="reconcile sessions already done, too")
     completeness_threshold: float = Field(
         default=0.95, ge=0.0, le=1.0, description="the completeness check warns below this"

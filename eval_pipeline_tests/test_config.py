@@ -145,6 +145,7 @@ def test_an_unknown_key_is_one_line_naming_it_and_the_valid_ones(tmp_path):
         (["--top-k", "0"], "option --top-k: "),
         (["--judge-timeout", "0"], "option --judge-timeout: "),
         (["--reader-concurrency", "0"], "option --reader-concurrency: "),
+        (["--reconcile-processes", "0"], "option --reconcile-processes: "),
         (["--reader", "nope:x"], "option --reader: provider 'nope': unknown name"),
         (["--variant", "oracle"], "option --variant: "),
         (["--repeat-salt", "bad salt"], "option --repeat-salt: "),

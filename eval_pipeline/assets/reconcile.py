@@ -42,6 +42,7 @@ from eval_pipeline.providers.formation import MEMORIES_FILE, form_memory
 from eval_pipeline.providers.ingest import IngestProgress
 from eval_pipeline.reconcile import memory_checks, schema
 from eval_pipeline.reconcile.marker_audit import SessionAudit
+from eval_pipeline.reconcile.processes import resolve_processes
 from eval_pipeline.reconcile.protocol import ReconcileError, pins_of
 from eval_pipeline.reconcile.runner import ReconcileProgress, ReconcileReport, reconcile_pending
 from eval_pipeline.score import protocol
@@ -84,6 +85,7 @@ def report_metadata(report: ReconcileReport, threshold: float) -> dict[str, Any]
         "sessions_redone_other_pins": report.redone_foreign,
         "redo": report.redo,
         "concurrency": report.concurrency,
+        "processes": report.processes,
         "status": dg.MetadataValue.json(report.status_after),
         "failures": failures_table(report),
         "nodes": md_table(
@@ -335,10 +337,11 @@ def _reconcile(
     except ReconcileError as exc:
         raise dg.Failure(str(exc)) from None
     concurrency = build.reconcile_concurrency(reconcile, reconciler)
+    processes = resolve_processes(reconciler, reconcile.processes)
     pins = pins_of(reconciler)
     context.log.info(
         f"reconciler {pins['name']} v{pins['version']} ({pins['class']}), "
-        f"concurrency {concurrency}, redo={reconcile.redo}"
+        f"concurrency {concurrency}, {processes} process(es), redo={reconcile.redo}"
     )
     bars: dict[str, Progress] = {}
     label = stage_label(context)
@@ -371,6 +374,7 @@ def _reconcile(
             extra_pins={"sample_identity": identity} if identity else None,
             audit=audit,
             namespace_progress=namespaces,
+            processes=processes,
         )
     finally:
         for b in bars.values():

@@ -43,6 +43,7 @@ class ExtractiveReconciler(BaseReconciler):
     name = "extractive"
     version = "1"
     schema = SESSION_SCHEMA
+    cpu_bound = True  # pure-Python rules: run in worker processes, one per core
 
     def __init__(self, **config: Any) -> None:
         self.config = ExtractiveConfig(**config)  # type: ignore[assignment]

@@ -10,7 +10,10 @@ A plug-in (`package.module:ClassName`, or a name registered as in `docs/plugins.
         # or a plain `def reconcile(...)`: it is then run in a worker thread
 
 and optionally `pins() -> dict`, `usage() -> dict | None` (LLM accounting) and
-`async aclose()`. `BaseReconciler` provides the optional parts. A constructor with an explicit
+`async aclose()`. `BaseReconciler` provides the optional parts. A plain `def reconcile` that
+is CPU-bound (pure Python, no I/O) may declare `cpu_bound = True`: the runner then runs it in
+worker processes (`reconcile.processes`, `reconcile/processes.py`), so it must pickle and
+keep no state between sessions that its output depends on. A constructor with an explicit
 `llm` parameter (`def __init__(self, llm=None, **config)`) is given the run's LLM layer.
 """
 
@@ -51,6 +54,7 @@ class BaseReconciler:
 
     name: str = "base"
     version: str = "0"
+    cpu_bound: bool = False  # True: a sync `reconcile` run in worker processes
 
     def __init__(self, **config: Any) -> None:
         self.config: dict[str, Any] = dict(config)

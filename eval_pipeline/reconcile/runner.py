@@ -13,6 +13,13 @@ Writes are serialised anyway (see `writer`), so a single writer costs nothing an
 workers keep the model busy while the graph is being written. Queues are bounded, so memory
 stays flat on a 20k-session graph.
 
+A CPU-bound sync reconciler (`cpu_bound = True`, e.g. `extractive`) runs in `processes` worker
+processes instead (`processes`: unset, one per core; 1, threads in this process as any
+other): one dispatcher hands the pool batches of sessions (`processes.SessionPool`, at most
+two batches per worker in flight) and passes the results on to the writer in the order the
+sessions were loaded, so the graph written does not depend on the number of processes. A
+worker dying stops the run (`processes.ReconcileWorkerDied`).
+
 One session failing — the reconciler raising, invalid output, a write the server refuses —
 marks that session `failed` with the reason and the batch goes on. The graph itself failing
 (unreachable, or refusing even the failure mark) stops the run: a re-run resumes where it
@@ -27,6 +34,7 @@ only the per-session pass runs.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import inspect
 import statistics
@@ -37,11 +45,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from eval_pipeline.graph.errors import GraphUnavailableError
 from eval_pipeline.llm import redact
 from eval_pipeline.reconcile import schema
 from eval_pipeline.reconcile.marker_audit import SessionAudit
 from eval_pipeline.reconcile.models import SessionInput, SessionMemory
 from eval_pipeline.reconcile.namespace_graph import clear_all_namespaces, consolidate_namespaces
+from eval_pipeline.reconcile.processes import (
+    PROCESS_BATCH,
+    RemoteSessionError,
+    SessionPool,
+    checked_memory,
+    resolve_processes,
+)
 from eval_pipeline.reconcile.protocol import ReconcilerUnavailable, pins_of
 from eval_pipeline.reconcile.reader import status_counts
 from eval_pipeline.reconcile.session_graph import StoreSessionGraph, as_session_graph
@@ -51,6 +67,9 @@ LOAD_BATCH = 200  # sessions per read: ~2k turns, ~2.5 MB on LongMemEval_S
 # A run over at least this many sessions (and a tenth of the graph) is a bulk run: full-text
 # indexes are dropped first and built once at the end, instead of updated on every write.
 BULK_MIN_SESSIONS = 50
+# Batches per worker process a run is cut into at least (more, smaller ones up to
+# PROCESS_BATCH sessions): a short run still feeds every worker.
+BATCHES_PER_WORKER = 4
 MAX_REASON_CHARS = 500
 WRITE_BATCH = 100  # sessions per write transaction at most (1: one transaction each)
 
@@ -85,6 +104,7 @@ class ReconcileReport(BaseModel):
     skipped_done: int  # already done before the run (not redone)
     redo: bool
     concurrency: int
+    processes: int = 1  # worker processes that reconciled (1: in the driver)
     status_after: dict[str, int]  # pending / done / failed over the whole graph
     completeness: float  # sessions done / all sessions (1.0 for an empty graph)
     nodes_written: dict[str, int]  # by label, this run (entities: per-session, before MERGE)
@@ -104,7 +124,8 @@ ProgressCallback = Callable[[ReconcileProgress], None]
 
 def failure_reason(exc: BaseException) -> str:
     """One line, no secrets, bounded length."""
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    kind = exc.type_name if isinstance(exc, RemoteSessionError) else type(exc).__name__
+    text = " ".join(f"{kind}: {exc}".split())
     return redact(text)[:MAX_REASON_CHARS]
 
 
@@ -116,10 +137,7 @@ async def call_reconciler(reconciler: Any, session: SessionInput) -> SessionMemo
         result = await asyncio.to_thread(reconciler.reconcile, session)
         if inspect.isawaitable(result):
             result = await result
-    if not isinstance(result, SessionMemory):
-        raise TypeError(f"reconcile() returned {type(result).__name__}, expected SessionMemory")
-    result.check_against(session)
-    return result
+    return checked_memory(result, session)
 
 
 def _run_sync(coro: Coroutine[Any, Any, ReconcileReport]) -> ReconcileReport:
@@ -143,6 +161,7 @@ def reconcile_pending(
     audit: SessionAudit | None = None,
     namespace_progress: Callable[[int, int], None] | None = None,
     write_batch: int = WRITE_BATCH,
+    processes: int | None = None,
 ) -> ReconcileReport:
     """Blocking form of `reconcile_pending_async` (runs its own event loop)."""
     return _run_sync(
@@ -156,6 +175,7 @@ def reconcile_pending(
             audit=audit,
             namespace_progress=namespace_progress,
             write_batch=write_batch,
+            processes=processes,
         )
     )
 
@@ -171,6 +191,7 @@ async def reconcile_pending_async(
     audit: SessionAudit | None = None,
     namespace_progress: Callable[[int, int], None] | None = None,
     write_batch: int = WRITE_BATCH,
+    processes: int | None = None,
 ) -> ReconcileReport:
     """`store` is a GraphStore, or any SessionGraph (e.g. InMemorySessionGraph).
 
@@ -180,11 +201,15 @@ async def reconcile_pending_async(
     Sessions done under the same pins are skipped (resume); sessions done or failed under
     other pins (another reconciler, version, config, or `extra_pins` such as a repeat's sample
     identity) are redone, their old memory removed first. `extra_pins` join the pins.
+
+    `processes` (see the module doc) only concerns a CPU-bound reconciler; it is not a pin:
+    the memory is the same with any number.
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     if write_batch < 1:
         raise ValueError("write_batch must be at least 1")
+    processes = resolve_processes(reconciler, processes)
     started = time.perf_counter()
     pins = pins_of(reconciler)
     if extra_pins:
@@ -208,6 +233,10 @@ async def reconcile_pending_async(
         if redo or state.status != schema.DONE or sid in foreign
     )
     skipped = len(statuses) - len(to_do)
+    # Worker processes (none start before the first batch). Made before the graph is
+    # touched: a reconciler that does not pickle is refused here.
+    batch_size = max(1, min(PROCESS_BATCH, -(-len(to_do) // (processes * BATCHES_PER_WORKER))))
+    pool = SessionPool(reconciler, processes) if processes > 1 and to_do else None
     bulk = len(to_do) >= max(BULK_MIN_SESSIONS, len(statuses) // 10)
     index_problems = await asyncio.to_thread(graph.prepare, bulk=bulk)
     declared = getattr(reconciler, "schema", None)  # memory_system.IngestSchema, if any
@@ -218,7 +247,10 @@ async def reconcile_pending_async(
         await asyncio.to_thread(clear_all_namespaces, store)
     touched: set[str] = set()
 
-    sessions_q: asyncio.Queue[SessionInput | None] = asyncio.Queue(maxsize=concurrency * 2)
+    consumers = 1 if pool is not None else concurrency  # each takes one end-of-work mark
+    sessions_q: asyncio.Queue[SessionInput | None] = asyncio.Queue(
+        maxsize=batch_size * 2 if pool is not None else concurrency * 2
+    )
     # Room for a whole write batch: results pile up while the writer is busy, and the
     # next transaction takes what is there.
     results_q: asyncio.Queue[tuple[SessionInput, SessionMemory | BaseException] | None] = (
@@ -229,14 +261,37 @@ async def reconcile_pending_async(
     written: dict[str, int] = {label: 0 for label in schema.NODE_LABELS}
     reconcile_times: list[float] = []
     write_times: list[float] = []
+    load_times: list[float] = []
+    pool_timings: dict[str, float] = {}
     done = 0
 
+    async def load(batch: list[str]) -> list[SessionInput]:
+        t = time.perf_counter()
+        sessions = await asyncio.to_thread(graph.load, batch)
+        load_times.append(time.perf_counter() - t)
+        return sessions
+
     async def loader() -> None:
-        for start in range(0, len(to_do), LOAD_BATCH):
-            batch = to_do[start : start + LOAD_BATCH]
-            for session in await asyncio.to_thread(graph.load, batch):
-                await sessions_q.put(session)
-        for _ in range(concurrency):
+        """Reads the next batch while this one is handed out: no gap between them."""
+        starts = range(0, len(to_do), LOAD_BATCH)
+        ahead: asyncio.Task[list[SessionInput]] | None = None
+        try:
+            for start in starts:
+                if ahead is None:
+                    ahead = asyncio.create_task(load(to_do[start : start + LOAD_BATCH]))
+                sessions = await ahead
+                following = start + LOAD_BATCH
+                ahead = (
+                    asyncio.create_task(load(to_do[following : following + LOAD_BATCH]))
+                    if following < len(to_do)
+                    else None
+                )
+                for session in sessions:
+                    await sessions_q.put(session)
+        finally:
+            if ahead is not None:
+                ahead.cancel()
+        for _ in range(consumers):
             await sessions_q.put(None)
 
     async def worker() -> None:
@@ -253,6 +308,50 @@ async def reconcile_pending_async(
                 outcome = exc
             reconcile_times.append(time.perf_counter() - t)
             await results_q.put((session, outcome))
+
+    async def dispatcher(pool: SessionPool) -> None:
+        """Batches to the worker processes, results to the writer in the order loaded."""
+        in_flight: collections.deque[tuple[list[SessionInput], asyncio.Task[Any]]] = (
+            collections.deque()
+        )
+
+        waited = {"pool_wait_sessions_s": 0.0, "pool_wait_results_s": 0.0}
+
+        async def deliver_oldest() -> None:
+            batch, task = in_flight.popleft()
+            t = time.perf_counter()
+            outcomes = await task
+            waited["pool_wait_results_s"] += time.perf_counter() - t
+            for session, (outcome, seconds) in zip(batch, outcomes, strict=True):
+                if isinstance(outcome, ReconcilerUnavailable):
+                    raise outcome  # a configuration problem, not this session's
+                reconcile_times.append(seconds)
+                await results_q.put((session, outcome))
+
+        try:
+            pool_timings.update(await pool.start())
+            ended = False
+            while not ended:
+                batch: list[SessionInput] = []
+                while len(batch) < batch_size:
+                    t = time.perf_counter()
+                    session = await sessions_q.get()
+                    waited["pool_wait_sessions_s"] += time.perf_counter() - t
+                    if session is None:
+                        ended = True
+                        break
+                    if audit is not None:
+                        audit.see(session)
+                    batch.append(session)
+                if batch:
+                    in_flight.append((batch, asyncio.create_task(pool.run(batch))))
+                while in_flight and (len(in_flight) >= processes * 2 or ended):
+                    await deliver_oldest()
+            pool_timings.update({k: round(v, 3) for k, v in waited.items()})
+        finally:
+            for _, task in in_flight:
+                if not task.cancel() and not task.cancelled():
+                    task.exception()  # retrieved: the first failure is what surfaces
 
     finished = 0
 
@@ -299,6 +398,8 @@ async def reconcile_pending_async(
                 missing = await asyncio.to_thread(
                     write_many, memories, version=version, pins_key=key
                 )
+            except GraphUnavailableError:
+                raise  # the graph itself, not a session: each alone would only wait again
             except Exception:  # nothing was written: each alone, a bad one fails by itself
                 alone = items
             else:
@@ -361,8 +462,11 @@ async def reconcile_pending_async(
 
     async def workers_then_stop_writer() -> None:
         async with asyncio.TaskGroup() as group:
-            for _ in range(concurrency):
-                group.create_task(worker())
+            if pool is not None:
+                group.create_task(dispatcher(pool))
+            else:
+                for _ in range(concurrency):
+                    group.create_task(worker())
         await results_q.put(None)
 
     try:
@@ -378,6 +482,8 @@ async def reconcile_pending_async(
         # Surface the first real cause rather than an exception group.
         raise _first_cause(group_error) from group_error
     finally:
+        if pool is not None:
+            await asyncio.to_thread(pool.close)
         close = getattr(reconciler, "aclose", None)
         if close is not None:
             await close()
@@ -417,11 +523,17 @@ async def reconcile_pending_async(
         skipped_done=skipped,
         redo=redo,
         concurrency=concurrency,
+        processes=processes,
         status_after=counts_after,
         completeness=round(counts_after.get(schema.DONE, 0) / total, 6) if total else 1.0,
         nodes_written=written,
         graph_nodes=graph_nodes,
-        timings=_timings(run_s, time.perf_counter() - started, reconcile_times, write_times),
+        timings={
+            **_timings(
+                run_s, time.perf_counter() - started, reconcile_times, write_times, load_times
+            ),
+            **pool_timings,
+        },
         llm_usage=usage_of() if callable(usage_of) else None,
         index_problems=index_problems,
         namespaces=namespace_report,
@@ -437,7 +549,11 @@ def _first_cause(group: BaseExceptionGroup) -> BaseException:
 
 
 def _timings(
-    run_s: float, total_s: float, reconcile: list[float], write: list[float]
+    run_s: float,
+    total_s: float,
+    reconcile: list[float],
+    write: list[float],
+    load: list[float] | None = None,
 ) -> dict[str, float]:
     def stats(prefix: str, samples: list[float]) -> dict[str, float]:
         if not samples:
@@ -453,4 +569,5 @@ def _timings(
     out["sessions_per_s"] = round(len(write) / run_s, 2) if run_s > 0 else 0.0
     out.update(stats("reconcile", reconcile))
     out.update(stats("write", write))
+    out.update(stats("load", load or []))  # per read of up to LOAD_BATCH sessions
     return out

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from typing import Any
 
 from eval_pipeline.reconcile.extractive import ExtractiveReconciler
@@ -12,6 +14,7 @@ from eval_pipeline.reconcile.models import (
     SessionInput,
     SessionMemory,
 )
+from eval_pipeline.reconcile.protocol import ReconcilerUnavailable
 
 
 class EchoReconciler:
@@ -144,3 +147,30 @@ class MarkerWritingReconciler:
             )
         finally:
             store.close()
+
+
+class KilledOnSessionReconciler(ExtractiveReconciler):
+    """Extractive, except that its process is killed outright (as the OOM killer would) when
+    it reaches the session named `kill`: in a worker process, the worker dies."""
+
+    name = "killed-on-session"
+    version = "1"
+
+    def __init__(self, kill: str = "", **config: Any) -> None:
+        super().__init__(**config)
+        self.kill = kill
+
+    def reconcile(self, session: SessionInput) -> SessionMemory:
+        if session.session_id == self.kill:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().reconcile(session)
+
+
+class UnavailableReconciler(ExtractiveReconciler):
+    """Extractive, but finds out on its first session that it cannot run here."""
+
+    name = "unavailable"
+    version = "1"
+
+    def reconcile(self, session: SessionInput) -> SessionMemory:
+        raise ReconcilerUnavailable("the model this needs is not configured | on purpose")
