@@ -18,9 +18,11 @@ question batch's graph instance, runs the stages, the K batches' graph stages si
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sys
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import dagster as dg
@@ -135,18 +137,37 @@ def drive(
     release_dead(instance, lambda line: print(line, file=sys.stderr, flush=True))
     store = build.graph_store(run.graph)
     register_batches(instance, run.corpus.batches)
+    holding = False
     try:
+        stores = [store.for_batch(b) for b in batch_keys(run.corpus.batches)]
         # Ctrl-C is seen wherever it lands and acted on between stages (`interrupts`).
         with (
             interrupts.watch(),
             interrupts.deferred(),
-            hold_all(
-                [store.for_batch(b) for b in batch_keys(run.corpus.batches)],
-                Lease(holder=chain, run_id=chain, what="eval_chain run"),
-                wait_s=run.graph.wait_s,
-                run_finished=run_finished(instance),
-            ),
+            ThreadPoolExecutor(max_workers=len(stores)) as starting,
+            contextlib.ExitStack() as held,
         ):
+            # The K servers start (a JVM each, seconds) while the corpus stages run; every
+            # instance is claimed and leased before the first graph stage, all K before any
+            # is wiped (`hold_all`, which finds them started).
+            started = [starting.submit(s.ensure_running) for s in stores]
+
+            def hold_instances() -> None:
+                nonlocal holding
+                if holding:
+                    return
+                for future in started:
+                    future.result()  # a server that could not start: its GraphError
+                held.enter_context(
+                    hold_all(
+                        stores,
+                        Lease(holder=chain, run_id=chain, what="eval_chain run"),
+                        wait_s=run.graph.wait_s,
+                        run_finished=run_finished(instance),
+                    )
+                )
+                holding = True
+
             stages = chain_stages(job, asset_order())
             for k in range(1, run.repeat.count + 1):
                 this = run.for_repeat(k, salt) if run.repeat.count > 1 else run
@@ -160,6 +181,7 @@ def drive(
                         batches=run.corpus.batches,
                         progress=progress,
                         webserver=webserver,
+                        before_graph=hold_instances,
                     )
                 )
                 outcome.repeats.append(repeat)
