@@ -10,8 +10,9 @@ Dagster's blocking checks would (`scored_run_complete` failing means the run is 
 not broken: the bundle exists).
 
 `eval_chain` is what the Launchpad, the nightly schedule and `eval-pipeline run` launch: its
-one op checks every option (preflight) before anything runs, claims and leases every
-question batch's graph instance, runs the stages, the K batches' graph stages side by side
+one op checks every option (preflight) before anything runs, starts every question batch's
+graph instance while the corpus stages run and claims and leases them all before the first
+graph stage, runs the stages, the K batches' graph stages side by side
 (`batches.py`), and the repeats, and fails naming the stage that failed. Its outcome (a
 `ChainOutcome`) is in the op's output or failure metadata, for the CLI to print.
 """
