@@ -10,9 +10,10 @@ Dagster's blocking checks would (`scored_run_complete` failing means the run is 
 not broken: the bundle exists).
 
 `eval_chain` is what the Launchpad, the nightly schedule and `eval-pipeline run` launch: its
-one op checks every option (preflight) before anything runs, starts every question batch's
-graph instance while the corpus stages run and claims and leases them all before the first
-graph stage, runs the stages, the K batches' graph stages side by side
+one op checks every option (preflight) before anything runs, claims and leases every
+question batch's graph instance (an embedded server that is down starts while the corpus
+stages run, and is leased before the first graph stage), runs the stages, the K batches'
+graph stages side by side
 (`batches.py`), and the repeats, and fails naming the stage that failed. Its outcome (a
 `ChainOutcome`) is in the op's output or failure metadata, for the CLI to print.
 """
@@ -36,6 +37,7 @@ from eval_pipeline.assets.jobs import asset_order, stage_job
 from eval_pipeline.assets.tags import CHAIN_TAG, TRIGGER_TAG
 from eval_pipeline.config import RunConfig
 from eval_pipeline.corpus.batches import batch_keys
+from eval_pipeline.graph import server
 from eval_pipeline.graph.errors import ForeignDataError, GraphError
 from eval_pipeline.graph.lease import Lease, LeaseHeld, hold_all
 from eval_pipeline.ops.batches import run_batched
@@ -148,9 +150,11 @@ def drive(
             ThreadPoolExecutor(max_workers=len(stores)) as starting,
             contextlib.ExitStack() as held,
         ):
-            # The K servers start (a JVM each, seconds) while the corpus stages run; every
-            # instance is claimed and leased before the first graph stage, all K before any
-            # is wiped (`hold_all`, which finds them started).
+            # Instances already up are claimed and leased before any stage. An embedded
+            # server that is down (nobody can be using it: a holder's graph stages need it up)
+            # starts, a JVM each, seconds, while the corpus stages run, and all K are claimed
+            # and leased before the first graph stage, before any is wiped (`hold_all`).
+            cold = [s for s in stores if s.embedded and not server.running_info(s.data_dir)]
             started = [starting.submit(s.ensure_running) for s in stores]
 
             def hold_instances() -> None:
@@ -169,6 +173,8 @@ def drive(
                 )
                 holding = True
 
+            if not cold:
+                hold_instances()
             stages = chain_stages(job, asset_order())
             for k in range(1, run.repeat.count + 1):
                 this = run.for_repeat(k, salt) if run.repeat.count > 1 else run
