@@ -5,8 +5,11 @@ M has about 500 sessions per question; this machine cannot hold all 500 question
 input is M-shaped but trimmed to `--questions` (default 16). For each K, one
 `eval-pipeline run --upstream <file> --batches K` in its own process and state directory;
 printed: wall time and speed-up, the peak RSS of the pipeline's processes (the driver and each
-batch worker) and of each batch's graph server, each batch's stage times, and what K = 16 on
-full M would need, projected from the measured per-batch figures.
+batch worker) and of each batch's graph server, each batch's stage times, what K = 16 on
+full M would need, projected from the measured per-batch figures, and where the rest goes: the
+speed-up against the 1.4x target (OK / MISSED), the serial driver time before and after the
+batches, each batch's fixed start-up, the batches' overlap, the CPU bound (cores over K = 1's
+busy cores, capped by K) and the load average during each run.
 
     .venv/bin/python -m benchmarks.bench_scaleout [--questions 16] [--sessions 500]
         [--batches 1,2] [--seed 0] [--json FILE]
@@ -126,9 +129,9 @@ GRAPH_STAGES = ("injected_graph", "reconciled_graph", "retrieval_results")
 
 def timeline(home: Path, began: float, ended: float) -> dict[str, Any]:
     """Where one run's wall time went, from its Dagster instance's run records (each stage is
-    a run: created, started, ended): the serial driver time before the first batch stage and
-    after the last, each batch's window and its fixed start-up (from the end of the stage
-    before the batches to its first stage's start, and each stage run's launch), and how much
+    a run: created, started, ended): the serial driver time until the corpus stages end and
+    after the last batch stage, each batch's window and its fixed start-up (from the corpus
+    stages' end to its first stage's start, and each stage run's launch), and how much
     of the batch phase the batches ran at the same time. Seconds, from the process's start."""
     import dagster as dg
 
