@@ -213,6 +213,8 @@ def run_k(exe: str, data: Path, k: int, root: Path) -> dict[str, Any]:
     subprocess.run([exe, "graph", "stop", "--all"], env=env, capture_output=True)
     driver = peaks.pop(proc.pid, 0.0)
     cpu_s = sum(sampler.cpu.values())
+    cpu_servers = sum(v for pid, v in sampler.cpu.items() if pid in sampler.java)
+    cpu_driver = sampler.cpu.get(proc.pid, 0.0)
     return {
         "k": k,
         "exit": code,
@@ -220,6 +222,12 @@ def run_k(exe: str, data: Path, k: int, root: Path) -> dict[str, Any]:
         # CPU seconds of the whole tree over wall seconds: how many cores the run kept busy.
         "cpu_s": round(cpu_s, 1),
         "cores_busy": round(cpu_s / wall, 2),
+        # Whose CPU: the graph servers (JVMs), the driver, the rest (batch workers, helpers).
+        "cpu_by_kind_s": {
+            "servers": round(cpu_servers, 1),
+            "driver": round(cpu_driver, 1),
+            "workers": round(cpu_s - cpu_servers - cpu_driver, 1),
+        },
         "driver_peak_rss_mb": round(driver, 1),
         # The batch workers (and, K = 1, nothing: the driver runs the stages itself).
         "worker_peak_rss_mb": sorted(
@@ -327,7 +335,16 @@ def where_the_rest_goes(results: list[dict[str, Any]]) -> list[str]:
                 f"launches {v['stage_launch_s']:.1f} s"
             )
         phase, phase1 = t.get("batch_phase_s", 0), t1.get("batch_phase_s", 0)
+        kinds, kinds1 = r.get("cpu_by_kind_s") or {}, one.get("cpu_by_kind_s") or {}
         lines += [
+            # wall = CPU seconds / cores busy, so the speed-up is the product of these two.
+            f"  CPU: speed-up = (CPU work K=1 / K={r['k']}) x (cores busy K={r['k']} / K=1) = "
+            f"({one['cpu_s']:.0f} / {r['cpu_s']:.0f} s) x ({r['cores_busy']:.2f} / "
+            f"{one['cores_busy']:.2f}) = {one['cpu_s'] / max(1e-9, r['cpu_s']):.2f} x "
+            f"{r['cores_busy'] / max(1e-9, one['cores_busy']):.2f}; CPU s of servers / driver "
+            f"/ workers: K=1 {kinds1.get('servers', 0):.0f} / {kinds1.get('driver', 0):.0f} / "
+            f"{kinds1.get('workers', 0):.0f}, K={r['k']} {kinds.get('servers', 0):.0f} / "
+            f"{kinds.get('driver', 0):.0f} / {kinds.get('workers', 0):.0f}",
             f"  batch phase (corpus end -> last batch's end) {phase1:.1f} s -> {phase:.1f} s "
             f"({phase1 / max(1e-9, phase):.2f}x); "
             f"all batches running at once {t.get('overlap', 0):.0%} of it; longest batch "
