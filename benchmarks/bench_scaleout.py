@@ -5,8 +5,11 @@ M has about 500 sessions per question; this machine cannot hold all 500 question
 input is M-shaped but trimmed to `--questions` (default 16). For each K, one
 `eval-pipeline run --upstream <file> --batches K` in its own process and state directory;
 printed: wall time and speed-up, the peak RSS of the pipeline's processes (the driver and each
-batch worker) and of each batch's graph server, each batch's stage times, and what K = 16 on
-full M would need, projected from the measured per-batch figures.
+batch worker) and of each batch's graph server, each batch's stage times, what K = 16 on
+full M would need, projected from the measured per-batch figures, and where the rest goes: the
+speed-up against the 1.4x target (OK / MISSED), the serial driver time before and after the
+batches, each batch's fixed start-up, the batches' overlap, the CPU bound (cores over K = 1's
+busy cores, capped by K) and the load average during each run.
 
     .venv/bin/python -m benchmarks.bench_scaleout [--questions 16] [--sessions 500]
         [--batches 1,2] [--seed 0] [--json FILE]
@@ -81,12 +84,14 @@ class TreeSampler:
         self.cpu: dict[int, float] = {}
         self.java: set[int] = set()  # the graph servers among them
         self._seen: set[int] = set()
+        self.loads: list[float] = []  # the 1-minute load average, each sample
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
+            self.loads.append(os.getloadavg()[0])
             todo, seen = [self.pid], set()
             while todo:
                 pid = todo.pop()
@@ -119,6 +124,68 @@ def server_peaks(home: Path) -> dict[str, float | None]:
     return out
 
 
+GRAPH_STAGES = ("injected_graph", "reconciled_graph", "retrieval_results")
+
+
+def timeline(home: Path, began: float, ended: float) -> dict[str, Any]:
+    """Where one run's wall time went, from its Dagster instance's run records (each stage is
+    a run: created, started, ended): the serial driver time until the corpus stages end and
+    after the last batch stage, each batch's window and its fixed start-up (from the corpus
+    stages' end to its first stage's start, and each stage run's launch), and how much
+    of the batch phase the batches ran at the same time. Seconds, from the process's start."""
+    import dagster as dg
+
+    instance = dg.DagsterInstance.from_config(str(home / "dagster_home"))
+    try:
+        records = instance.get_run_records()
+    finally:
+        instance.dispose()
+    stage_runs = []
+    for r in records:
+        stage = r.dagster_run.tags.get("eval_pipeline/stage")
+        if stage and r.start_time and r.end_time:
+            created = r.create_timestamp.timestamp()
+            part = r.dagster_run.tags.get("dagster/partition") if stage in GRAPH_STAGES else None
+            stage_runs.append(
+                (created - began, r.start_time - began, r.end_time - began, stage, part)
+            )
+    stage_runs.sort()
+    batch_runs: dict[str, list[tuple]] = {}
+    for run in stage_runs:
+        if run[4]:
+            batch_runs.setdefault(run[4], []).append(run)
+    if not batch_runs:
+        return {}
+    windows = {b: (min(x[0] for x in rs), max(x[2] for x in rs)) for b, rs in batch_runs.items()}
+    first, last = min(w[0] for w in windows.values()), max(w[1] for w in windows.values())
+    corpus_end = max((x[2] for x in stage_runs if x[0] < first and not x[4]), default=0.0)
+    both = max(0.0, min(w[1] for w in windows.values()) - max(w[0] for w in windows.values()))
+    lengths = [w[1] - w[0] for w in windows.values()]
+    batches = {}
+    for b, rs in sorted(batch_runs.items()):
+        # A stage run's launch: created → started, and the gap since the batch's previous run.
+        launch = sum(x[1] - x[0] for x in rs) + sum(
+            nxt[0] - prev[2] for prev, nxt in zip(rs, rs[1:], strict=False)
+        )
+        batches[b] = {
+            "window_s": [round(windows[b][0], 1), round(windows[b][1], 1)],
+            "startup_s": round(rs[0][1] - corpus_end, 1),  # worker start, first run's launch
+            "stage_launch_s": round(launch, 1),
+        }
+    return {
+        # CLI start, preflight, the corpus stages (and what of the servers' start they hide).
+        "serial_before_s": round(corpus_end, 1),
+        # From the corpus stages' end to the last batch's end: with each batch's start-up.
+        "batch_phase_s": round(last - corpus_end, 1),
+        "serial_after_s": round(ended - began - last, 1),
+        # Share of the batch phase during which every batch was running.
+        "overlap": round(both / max(1e-9, last - first), 2),
+        "first_batch_stage_s": round(first, 1),
+        "longest_over_mean_batch": round(max(lengths) / (sum(lengths) / len(lengths)), 2),
+        "batches": batches,
+    }
+
+
 def run_k(exe: str, data: Path, k: int, root: Path) -> dict[str, Any]:
     home = root / f"k{k}"
     env = {
@@ -130,13 +197,13 @@ def run_k(exe: str, data: Path, k: int, root: Path) -> dict[str, Any]:
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
     cmd = [exe, "run", "--upstream", str(data), "--batches", str(k), "--label", f"k{k}"]
-    started = time.perf_counter()
+    started, began = time.perf_counter(), time.time()
     with open(home / "run.stdout", "w") as out, open(home / "run.stderr", "w") as err:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
         sampler = TreeSampler(proc.pid)
         code = proc.wait()
         peaks = sampler.stop()
-    wall = time.perf_counter() - started
+    wall, ended = time.perf_counter() - started, time.time()
     if code not in (0, 4):
         tail = (home / "run.stderr").read_text()[-3000:]
         raise SystemExit(f"K={k}: eval-pipeline run exited {code}:\n{tail}")
@@ -146,6 +213,8 @@ def run_k(exe: str, data: Path, k: int, root: Path) -> dict[str, Any]:
     subprocess.run([exe, "graph", "stop", "--all"], env=env, capture_output=True)
     driver = peaks.pop(proc.pid, 0.0)
     cpu_s = sum(sampler.cpu.values())
+    cpu_servers = sum(v for pid, v in sampler.cpu.items() if pid in sampler.java)
+    cpu_driver = sampler.cpu.get(proc.pid, 0.0)
     return {
         "k": k,
         "exit": code,
@@ -153,6 +222,12 @@ def run_k(exe: str, data: Path, k: int, root: Path) -> dict[str, Any]:
         # CPU seconds of the whole tree over wall seconds: how many cores the run kept busy.
         "cpu_s": round(cpu_s, 1),
         "cores_busy": round(cpu_s / wall, 2),
+        # Whose CPU: the graph servers (JVMs), the driver, the rest (batch workers, helpers).
+        "cpu_by_kind_s": {
+            "servers": round(cpu_servers, 1),
+            "driver": round(cpu_driver, 1),
+            "workers": round(cpu_s - cpu_servers - cpu_driver, 1),
+        },
         "driver_peak_rss_mb": round(driver, 1),
         # The batch workers (and, K = 1, nothing: the driver runs the stages itself).
         "worker_peak_rss_mb": sorted(
@@ -161,6 +236,8 @@ def run_k(exe: str, data: Path, k: int, root: Path) -> dict[str, Any]:
         "server_peak_rss_mb": servers,
         "batches": manifest.get("batches") or [],
         "stages": {n: v.get("seconds") for n, v in (manifest.get("stages") or {}).items()},
+        "load_avg": round(sum(sampler.loads) / max(1, len(sampler.loads)), 2),
+        "timeline": timeline(home, began, ended),
     }
 
 
@@ -205,6 +282,79 @@ def project(result: dict[str, Any], questions: int, sessions: int) -> dict[str, 
             "s_per_question_retrieval": round(per_question, 3),
         },
     }
+
+
+TARGET_SPEEDUP = 1.4  # issue 29: K = 2 at least 1.4x K = 1 on the M-shaped input
+
+
+def where_the_rest_goes(results: list[dict[str, Any]]) -> list[str]:
+    """Side by side: each K's wall, the speed-up against the target, and what keeps K batches
+    from being K times faster: serial driver time, each batch's fixed start-up, how much the
+    batches overlapped, and the CPU bound (K = 1's busy cores on this machine's cores)."""
+    one = next((r for r in results if r["k"] == 1), None)
+    if one is None or len(results) < 2:
+        return []
+    cores = os.cpu_count() or 1
+    lines = ["", "K    wall s  before s  batches s  after s  overlap  longest/mean  load"]
+    for r in results:
+        t = r["timeline"]
+        lines.append(
+            f"{r['k']:<4} {r['wall_s']:6.1f}  {t.get('serial_before_s', 0):8.1f}  "
+            f"{t.get('batch_phase_s', 0):9.1f}  {t.get('serial_after_s', 0):7.1f}  "
+            f"{t.get('overlap', 1):7.0%}  {t.get('longest_over_mean_batch', 1):12.2f}  "
+            f"{r['load_avg']:4.1f}"
+        )
+    for r in results:
+        if r is one:
+            continue
+        speedup = one["wall_s"] / r["wall_s"]
+        verdict = "OK" if r["k"] != 2 or speedup >= TARGET_SPEEDUP else "MISSED"
+        # What K batches could reach on this many cores when K = 1 already keeps
+        # cores_busy of them busy (the batches' work is CPU: Python beside each JVM).
+        bound = min(float(r["k"]), cores / max(one["cores_busy"], 1e-9))
+        t, t1 = r["timeline"], one["timeline"]
+        serial, serial1 = (
+            t.get("serial_before_s", 0) + t.get("serial_after_s", 0),
+            t1.get("serial_before_s", 0) + t1.get("serial_after_s", 0),
+        )
+        # The wall K would have if only its batch phase changed: K = 1's phase / bound.
+        ideal = serial1 + t1.get("batch_phase_s", 0) / bound
+        lines += [
+            f"K={r['k']} vs K=1: wall {one['wall_s']:.1f} s -> {r['wall_s']:.1f} s, speed-up "
+            f"{speedup:.2f}x (target {TARGET_SPEEDUP:.1f}x: {verdict}); load average "
+            f"{one['load_avg']:.1f} / {r['load_avg']:.1f} on {cores} cores",
+            f"  serial driver time (CLI start, preflight, corpus stages, scoring, exit): "
+            f"{serial1:.1f} s at K=1, {serial:.1f} s at K={r['k']} (until the corpus stages end "
+            f"{t.get('serial_before_s', 0):.1f} s, after the last batch "
+            f"{t.get('serial_after_s', 0):.1f} s)",
+        ]
+        for b, v in t.get("batches", {}).items():
+            lines.append(
+                f"  {b}: {v['window_s'][0]:.1f}-{v['window_s'][1]:.1f} s, fixed start-up "
+                f"{v['startup_s']:.1f} s (corpus end -> first stage started), stage-run "
+                f"launches {v['stage_launch_s']:.1f} s"
+            )
+        phase, phase1 = t.get("batch_phase_s", 0), t1.get("batch_phase_s", 0)
+        kinds, kinds1 = r.get("cpu_by_kind_s") or {}, one.get("cpu_by_kind_s") or {}
+        lines += [
+            # wall = CPU seconds / cores busy, so the speed-up is the product of these two.
+            f"  CPU: speed-up = (CPU work K=1 / K={r['k']}) x (cores busy K={r['k']} / K=1) = "
+            f"({one['cpu_s']:.0f} / {r['cpu_s']:.0f} s) x ({r['cores_busy']:.2f} / "
+            f"{one['cores_busy']:.2f}) = {one['cpu_s'] / max(1e-9, r['cpu_s']):.2f} x "
+            f"{r['cores_busy'] / max(1e-9, one['cores_busy']):.2f}; CPU s of servers / driver "
+            f"/ workers: K=1 {kinds1.get('servers', 0):.0f} / {kinds1.get('driver', 0):.0f} / "
+            f"{kinds1.get('workers', 0):.0f}, K={r['k']} {kinds.get('servers', 0):.0f} / "
+            f"{kinds.get('driver', 0):.0f} / {kinds.get('workers', 0):.0f}",
+            f"  batch phase (corpus end -> last batch's end) {phase1:.1f} s -> {phase:.1f} s "
+            f"({phase1 / max(1e-9, phase):.2f}x); "
+            f"all batches running at once {t.get('overlap', 0):.0%} of it; longest batch "
+            f"{t.get('longest_over_mean_batch', 1):.2f}x the mean",
+            f"  CPU bound: cores_busy {one['cores_busy']:.2f} at K=1 -> best possible K={r['k']} "
+            f"speed-up of the batch phase min({r['k']}, {cores}/{one['cores_busy']:.2f}) = "
+            f"{bound:.2f}x; with K=1's serial time that is a wall of {ideal:.1f} s "
+            f"({one['wall_s'] / ideal:.2f}x); cores_busy at K={r['k']} {r['cores_busy']:.2f}",
+        ]
+    return lines
 
 
 def main() -> None:
@@ -252,6 +402,8 @@ def main() -> None:
             f"speed-up K={r['k']} vs K={base['k']}: {base['wall_s'] / r['wall_s']:.2f}x "
             f"({base['wall_s']:.1f} s -> {r['wall_s']:.1f} s)"
         )
+    for line in where_the_rest_goes(results):
+        print(line)
     if args.shape == "s" and args.questions == UPSTREAM_QUESTIONS:
         for r in results:  # issue 18's whole-run target, for each K measured
             verdict = "OK" if r["wall_s"] <= TARGET_WHOLE_S else "MISSED"

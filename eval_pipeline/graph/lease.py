@@ -277,22 +277,35 @@ def hold_all(
     """Every store's instance started (or reached) and claimed, and its lease held for the
     block under one holder: a chain over K instances takes all K before it wipes any, and a
     refusal on one releases those already taken."""
-    # K embedded servers start at once (each JVM takes seconds), then each is claimed.
-    with ThreadPoolExecutor(max_workers=max(1, len(stores))) as starting:
-        list(starting.map(lambda store: store.ensure_running(), stores))
+
+    # K embedded servers start at once (each JVM takes seconds), then all K are claimed and
+    # leased at once too: a claim of an instance we used before takes a full content digest
+    # and a new lease waits SETTLE_S, so one after the other they were K times that.
+    def take(store: Any) -> contextlib.AbstractContextManager:
+        store.ensure_running()
+        store.claim(check_changes=True)  # someone else's edits refused before any stage
+        held = hold(
+            store,
+            me,
+            wait_s=wait_s,
+            run_finished=run_finished,
+            release_after=True,
+            where=store.where,
+        )
+        held.__enter__()
+        return held
+
+    with ThreadPoolExecutor(max_workers=max(1, len(stores))) as taking:
+        futures = [taking.submit(take, store) for store in stores]
     with contextlib.ExitStack() as stack:
-        for store in stores:
-            store.claim(check_changes=True)  # someone else's edits refused before any stage
-            stack.enter_context(
-                hold(
-                    store,
-                    me,
-                    wait_s=wait_s,
-                    run_finished=run_finished,
-                    release_after=True,
-                    where=store.where,
-                )
-            )
+        failed = None
+        for future in futures:
+            if future.exception() is None:
+                stack.push(future.result().__exit__)
+            elif failed is None:
+                failed = future.exception()  # the first store's (in order) refusal
+        if failed is not None:
+            raise failed  # those already taken are released on the way out
         yield
 
 

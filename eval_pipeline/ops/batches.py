@@ -16,7 +16,6 @@ container or pod. Either way a batch runs `run_batch`.
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import sys
 import time
@@ -69,9 +68,11 @@ def run_batched(
     batches: int,
     progress: Progress,
     webserver: str | None = None,
+    before_graph: Callable[[], None] = lambda: None,
 ) -> list[StageOutcome]:
     """Run `stages`, the graph ones once per batch; stop before scoring when any batch failed
-    (a scored run is all of them)."""
+    (a scored run is all of them). `before_graph` is called once the stages before the graph
+    ones have succeeded, before the first graph stage (the chain takes its leases there)."""
     before, batched, after = split_stages(stages)
     n = len(before) + batches * len(batched) + len(after)
     done: list[StageOutcome] = []
@@ -84,22 +85,31 @@ def run_batched(
         ran = run_stages(job, instance, names, run_config, tags, note, batch or ONE_BATCH)
         return not ran or not ran[-1].stopped
 
-    if batches == 1 or not batched:
+    if not batched:
         sequence(stages)
         return done
-    if not sequence(before):
+    if batches == 1:
+        if sequence(before):
+            before_graph()
+            sequence([*batched, *after])
         return done
-    if instance.is_ephemeral:
-        raise ValueError(
-            f"a run over {batches} question batches needs a persistent Dagster instance "
-            "(DAGSTER_HOME): its batches run in processes of their own"
-        )
-    ensure_graph_slots(instance, batches)
-    keys = batch_keys(batches)
-    if webserver:
-        results = launch_batch_runs(webserver, instance, run_config, tags, keys, batched)
-    else:
-        results = _in_workers(instance, run_config, tags, keys, batched)
+    with Workers(batches if not webserver and not instance.is_ephemeral else 0) as workers:
+        # The batch workers start (interpreter, imports, the stage job) while the corpus
+        # stages run: their start-up no longer sits between the corpus and the batches.
+        if not sequence(before):
+            return done
+        before_graph()
+        if instance.is_ephemeral:
+            raise ValueError(
+                f"a run over {batches} question batches needs a persistent Dagster instance "
+                "(DAGSTER_HOME): its batches run in processes of their own"
+            )
+        ensure_graph_slots(instance, batches)
+        keys = batch_keys(batches)
+        if webserver:
+            results = launch_batch_runs(webserver, instance, run_config, tags, keys, batched)
+        else:
+            results = workers.run(instance, run_config, tags, keys, batched)
     done.extend(s for r in results for s in r)  # each worker printed its own lines
     if all(r and not r[-1].stopped for r in results):
         sequence(after)
@@ -128,38 +138,76 @@ def run_batch(
     return run_stages(stage_job(), instance, stages, run_config, tags, note, batch)
 
 
-def _in_workers(
-    instance: dg.DagsterInstance,
-    run_config: Mapping[str, Any],
-    tags: Mapping[str, str],
-    keys: list[BatchKey],
-    stages: list[str],
-) -> list[list[StageOutcome]]:
-    """Each batch in a worker process of its own (one pool per batch: a worker that dies
-    breaks only its own pool, never the other batches')."""
-    context = multiprocessing.get_context("spawn")  # no forked driver, lock or thread state
-    with contextlib.ExitStack() as stack:
+class Workers:
+    """One worker process per batch, each in a pool of its own (a worker that dies breaks
+    only its own pool, never the other batches'). They are spawned, and warmed by
+    `warm_worker`, when the block begins, so they start while the driver still runs the
+    corpus stages; `run` hands each its batch. Leaving the block ends them (at once when they
+    were never used: a corpus stage failed)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._pools: list[ProcessPoolExecutor] = []
+        self._used = False
+
+    def __enter__(self) -> Workers:
+        context = multiprocessing.get_context("spawn")  # no forked driver, lock or thread state
+        for _ in range(self.count):
+            pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
+            pool.submit(warm_worker)  # its failure (if any) surfaces as the batch's own
+            self._pools.append(pool)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for pool in self._pools:
+            # Unused (a corpus stage failed, an interrupt): never wait for a warm-up to end.
+            pool.shutdown(wait=self._used, cancel_futures=not self._used)
+
+    def run(
+        self,
+        instance: dg.DagsterInstance,
+        run_config: Mapping[str, Any],
+        tags: Mapping[str, str],
+        keys: list[BatchKey],
+        stages: list[str],
+    ) -> list[list[StageOutcome]]:
+        """Each batch's stages in its worker, all at once; each batch's outcomes."""
+        self._used = True
         futures = []
-        for batch in keys:
-            pool = stack.enter_context(ProcessPoolExecutor(max_workers=1, mp_context=context))
-            futures.append(
-                pool.submit(
-                    batch_worker,
-                    instance.get_ref(),
-                    stages,
-                    dict(run_config),
-                    batch_tags(tags, batch),
-                    batch.key,
+        for pool, batch in zip(self._pools, keys, strict=True):
+            try:
+                futures.append(
+                    pool.submit(
+                        batch_worker,
+                        instance.get_ref(),
+                        stages,
+                        dict(run_config),
+                        batch_tags(tags, batch),
+                        batch.key,
+                    )
                 )
-            )
+            except Exception as exc:  # noqa: BLE001 - its worker died warming up
+                futures.append(exc)
         outcomes = []
         for future, batch in zip(futures, keys, strict=True):
             try:
+                if isinstance(future, Exception):
+                    raise future
                 outcomes.append([StageOutcome.model_validate(s) for s in future.result()])
             except Exception as exc:  # noqa: BLE001 - a dead worker is its batch's failure
                 error = f"the batch worker died ({type(exc).__name__}: {exc or 'no message'})"
                 outcomes.append([_batch_failed(instance, tags, batch, stages, error)])
         return outcomes
+
+
+def warm_worker() -> None:
+    """What every batch's first stage would otherwise import and build in its worker, done
+    while the corpus stages run: Dagster and the assets, the stage job, the graph client."""
+    import neo4j  # noqa: F401
+
+    from eval_pipeline.assets.jobs import stage_job
+
+    stage_job()
 
 
 def batch_worker(

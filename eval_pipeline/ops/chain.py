@@ -11,16 +11,20 @@ not broken: the bundle exists).
 
 `eval_chain` is what the Launchpad, the nightly schedule and `eval-pipeline run` launch: its
 one op checks every option (preflight) before anything runs, claims and leases every
-question batch's graph instance, runs the stages, the K batches' graph stages side by side
+question batch's graph instance (an embedded server that is down starts while the corpus
+stages run, and is leased before the first graph stage), runs the stages, the K batches'
+graph stages side by side
 (`batches.py`), and the repeats, and fails naming the stage that failed. Its outcome (a
 `ChainOutcome`) is in the op's output or failure metadata, for the CLI to print.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sys
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import dagster as dg
@@ -33,6 +37,7 @@ from eval_pipeline.assets.jobs import asset_order, stage_job
 from eval_pipeline.assets.tags import CHAIN_TAG, TRIGGER_TAG
 from eval_pipeline.config import RunConfig
 from eval_pipeline.corpus.batches import batch_keys
+from eval_pipeline.graph import server
 from eval_pipeline.graph.errors import ForeignDataError, GraphError
 from eval_pipeline.graph.lease import Lease, LeaseHeld, hold_all
 from eval_pipeline.ops.batches import run_batched
@@ -135,18 +140,41 @@ def drive(
     release_dead(instance, lambda line: print(line, file=sys.stderr, flush=True))
     store = build.graph_store(run.graph)
     register_batches(instance, run.corpus.batches)
+    holding = False
     try:
+        stores = [store.for_batch(b) for b in batch_keys(run.corpus.batches)]
         # Ctrl-C is seen wherever it lands and acted on between stages (`interrupts`).
         with (
             interrupts.watch(),
             interrupts.deferred(),
-            hold_all(
-                [store.for_batch(b) for b in batch_keys(run.corpus.batches)],
-                Lease(holder=chain, run_id=chain, what="eval_chain run"),
-                wait_s=run.graph.wait_s,
-                run_finished=run_finished(instance),
-            ),
+            ThreadPoolExecutor(max_workers=len(stores)) as starting,
+            contextlib.ExitStack() as held,
         ):
+            # Instances already up are claimed and leased before any stage. An embedded
+            # server that is down (nobody can be using it: a holder's graph stages need it up)
+            # starts, a JVM each, seconds, while the corpus stages run, and all K are claimed
+            # and leased before the first graph stage, before any is wiped (`hold_all`).
+            cold = [s for s in stores if s.embedded and not server.running_info(s.data_dir)]
+            started = [starting.submit(s.ensure_running) for s in stores]
+
+            def hold_instances() -> None:
+                nonlocal holding
+                if holding:
+                    return
+                for future in started:
+                    future.result()  # a server that could not start: its GraphError
+                held.enter_context(
+                    hold_all(
+                        stores,
+                        Lease(holder=chain, run_id=chain, what="eval_chain run"),
+                        wait_s=run.graph.wait_s,
+                        run_finished=run_finished(instance),
+                    )
+                )
+                holding = True
+
+            if not cold:
+                hold_instances()
             stages = chain_stages(job, asset_order())
             for k in range(1, run.repeat.count + 1):
                 this = run.for_repeat(k, salt) if run.repeat.count > 1 else run
@@ -160,6 +188,7 @@ def drive(
                         batches=run.corpus.batches,
                         progress=progress,
                         webserver=webserver,
+                        before_graph=hold_instances,
                     )
                 )
                 outcome.repeats.append(repeat)
