@@ -90,18 +90,36 @@ def find_entities(text: str) -> list[FoundEntity]:
 # ---- proper names ----------------------------------------------------------------------
 
 
+# Most words are lower-case and can never be part of a name. `_SCAN` consumes them, with the
+# separators between words, inside the regex engine, so the Python loop in `_tokens` sees only
+# the other words (capitalised, digits, connectors, lower-case words outside Latin-1 — those are
+# still judged there, as before). Word boundaries stay exactly `_WORD`'s: a word is a maximal
+# run of [\w'’.&-] trimmed to its first and last letter or digit, so a word is skipped only when
+# no letter or digit follows in the same run (`_RUN_ENDS`); otherwise `word` matches it whole.
+# `gap` is the run of non-alphanumerics right before `word` (the last separator consumed).
+_LOWER = "a-zß-öø-ÿ"  # str.islower() holds for every one of these (checked in the tests)
+_RUN_ENDS = r"(?![\w'’.&-]*[^\W_])"
+_SKIPPED_WORD = (
+    rf"(?!(?:{'|'.join(sorted(_CONNECTORS))}){_RUN_ENDS})"
+    rf"[{_LOWER}](?:[{_LOWER}'’.&-]*[{_LOWER}])?{_RUN_ENDS}"
+)
+_SCAN = re.compile(rf"(?:(?P<gap>[\W_]++)|{_SKIPPED_WORD})*+(?P<word>{_WORD.pattern})?")
+
+
 def _tokens(text: str, masked: list[tuple[int, int]]) -> list[_Token]:
     """The words that can make names, in order: capitalised words, lower-case connectors
     ("Bank of America") and numbers (a model after a product line: "iPhone 14"). Words
     between two of them show in the gap, which then does not join them into one name.
 
     This runs over every word of the corpus, so the common case — a lower-case word — is
-    dismissed first, before any other work.
+    dismissed first, mostly by `_SCAN` before any Python code runs.
     """
     out: list[_Token] = []
     mask_index, n_masked = 0, len(masked)
-    for match in _WORD.finditer(text):
-        word = match.group()
+    for match in _SCAN.finditer(text):
+        word = match.group("word")
+        if word is None:
+            continue  # the text's tail: separators and skipped words only
         first = word[0]
         if first.islower():
             if word.islower():
@@ -116,19 +134,22 @@ def _tokens(text: str, masked: list[tuple[int, int]]) -> list[_Token]:
             capitalised = False
         else:
             continue  # scripts without case (CJK, Arabic, ...)
-        start, end = match.span()
+        start, end = match.span("word")
         while mask_index < n_masked and masked[mask_index][1] <= start:
             mask_index += 1
         if mask_index < n_masked and masked[mask_index][0] < end:
             continue  # part of a date or quantity
-        gap_start = start
-        while gap_start > 0 and not text[gap_start - 1].isalnum():
-            gap_start -= 1
-        stripped = text[gap_start:start].strip()
+        gap_start = match.start("gap")
+        if gap_start < 0 or match.end("gap") != start:  # no separator: the text's first word
+            gap_start = start
+            while gap_start > 0 and not text[gap_start - 1].isalnum():
+                gap_start -= 1
+        gap = text[gap_start:start]
+        stripped = gap.strip()
         initial = gap_start == 0 or (bool(stripped) and stripped[-1] in _BOUNDARY_CHARS)
         if stripped == "." and set(_words_before(text, gap_start, 1)) & gz.PERSON_TITLES:
             initial = False  # "Dr. Patel": the period closes the title, not a sentence
-        if "\n" in text[gap_start:start]:
+        if "\n" in gap:
             initial = True
         out.append(_Token(start, end, word, initial, capitalised))
     return out
