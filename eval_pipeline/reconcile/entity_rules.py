@@ -242,8 +242,8 @@ def _find_names(text: str, masked: list[tuple[int, int]]) -> list[FoundEntity]:
         starts_sentence = words[0].initial and lead == 0
         if len(words) == 1 and starts_sentence and known is None and norm not in gz.FIRST_NAMES:
             continue  # every sentence starts with a capital: no evidence of a name
-        previous = _words_before(text, words[0].start, 2)
-        entity_type = known or _type_by_context(words, norm, previous)
+        # The cue words are read only when the gazetteer does not know the name already.
+        entity_type = known or _type_by_context(words, norm, _words_before(text, words[0].start, 2))
         found.append(
             FoundEntity(
                 words[0].start,

@@ -58,8 +58,9 @@ def summarise(sentences: list[Sentence], max_sentences: int) -> list[Sentence]:
         base += ENTITY_BONUS * sentences[i].entity_count
         return base * (USER_BOOST if sentences[i].role == "user" else 1.0)
 
-    ranked = sorted(range(len(sentences)), key=lambda i: (-score(i), i))
-    chosen = sorted(i for i in ranked[:max_sentences] if score(i) > 0)
+    scores = [score(i) for i in range(len(sentences))]  # once each: the sort and the cut share them
+    ranked = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))
+    chosen = sorted(i for i in ranked[:max_sentences] if scores[i] > 0)
     return [sentences[i] for i in chosen]
 
 
