@@ -14,6 +14,7 @@ scripts without case (CJK, Arabic, …) yield no names, only values.
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 
 from eval_pipeline.reconcile import gazetteer as gz
@@ -147,12 +148,31 @@ def _tokens(text: str, masked: list[tuple[int, int]]) -> list[_Token]:
         gap = text[gap_start:start]
         stripped = gap.strip()
         initial = gap_start == 0 or (bool(stripped) and stripped[-1] in _BOUNDARY_CHARS)
-        if stripped == "." and set(_words_before(text, gap_start, 1)) & gz.PERSON_TITLES:
-            initial = False  # "Dr. Patel": the period closes the title, not a sentence
         if "\n" in gap:
             initial = True
+        elif stripped == "." and _after_title(text, gap_start):
+            initial = False  # "Dr. Patel": the period closes the title, not a sentence
         out.append(_Token(start, end, word, initial, capitalised))
     return out
+
+
+# The last characters a title can end with: case folding is per character, so a word that
+# folds to a title ends with a character that folds to the title's end. Only ASCII letters and
+# these few fold to ASCII (checked in the tests).
+_FOLDING_TO_ASCII = "ßſẞKﬀﬁﬂﬃﬄﬅﬆ"
+_TITLE_LAST_CHARS = frozenset(
+    c
+    for c in string.ascii_letters + _FOLDING_TO_ASCII
+    if any(title.endswith(c.casefold()) for title in gz.PERSON_TITLES)
+)
+
+
+def _after_title(text: str, end: int) -> bool:
+    """True when the word ending at `end` is a person's title ("Dr", "Mrs"). Every sentence
+    start asks, so most words are ruled out by their last character before any tokenising."""
+    if end == 0 or text[end - 1] not in _TITLE_LAST_CHARS:
+        return False
+    return bool(set(_words_before(text, end, 1)) & gz.PERSON_TITLES)
 
 
 _WORDS_BEFORE = 60  # characters looked back for cue words ("my friend", "a trip to")

@@ -48,13 +48,14 @@ def summarise(sentences: list[Sentence], max_sentences: int) -> list[Sentence]:
     if max_sentences <= 0 or not sentences:
         return []
     words_of = [content_words(s.text) for s in sentences]
-    frequency = Counter(w for words in words_of for w in set(words))
+    distinct_of = [set(words) for words in words_of]
+    frequency = Counter(w for distinct in distinct_of for w in distinct)
 
     def score(i: int) -> float:
         words = words_of[i]
         if len(words) < MIN_CONTENT_WORDS or sentences[i].text.lstrip().startswith("|"):
             return 0.0  # fragments and table rows say little on their own
-        base = sum(frequency[w] for w in set(words)) / math.sqrt(len(words))
+        base = sum(map(frequency.__getitem__, distinct_of[i])) / math.sqrt(len(words))
         base += ENTITY_BONUS * sentences[i].entity_count
         return base * (USER_BOOST if sentences[i].role == "user" else 1.0)
 

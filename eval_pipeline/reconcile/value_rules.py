@@ -127,13 +127,29 @@ def _cases(alternatives: str) -> str:
     return "|".join(dict.fromkeys(w2 for w in words for w2 in (w, w[:1].upper() + w[1:])))
 
 
+_HOLIDAYS = (
+    r"Christmas(?: Eve| Day)?|Thanksgiving|Easter|Halloween|New Year's(?: Eve| Day)?|"
+    r"Valentine's Day|Mother's Day|Father's Day|Labor Day|Memorial Day|Fourth of July|"
+    r"Black Friday|Hanukkah|Diwali|Ramadan|Lunar New Year"
+)
+
+
+def _starting_with_one_of(alternatives: str) -> str:
+    """A lookahead for the first letters of `alternatives` (plain words, `|`-separated). Put
+    after a leading `\\b`, it rejects most positions with one set test instead of trying every
+    alternative there (a pattern that starts with `\\b` gets no first-character scan from the
+    regex compiler). It only restates what the alternatives require, so matches are the same."""
+    return "(?=[" + "".join(sorted({re.escape(w[0]) for w in alternatives.split("|")})) + "])"
+
+
 _DIGIT = re.compile(r"\d")
 _MONTH_WORD = re.compile(_MON)
 _WEEKDAY_WORD = re.compile(_WEEKDAYS)
 _RELATIVE_WORD = re.compile(r"ago|later|earlier")
 
 # (pattern, gate): a pattern runs only if its gate (a cheap scan) finds something. Most turns
-# hold no month name, weekday or "ago", so most patterns are skipped.
+# hold no month name, weekday, holiday or "ago", so most patterns are skipped. A gate must find
+# something in every text its pattern matches (it is a part every match contains).
 QUANTITY_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...] = (
     (
         re.compile(rf"(?<![A-Za-z0-9$€£¥₹])[$€£¥₹]\s?{_NUM}(?:\s?(?:{_SCALES})(?![A-Za-z0-9]))?"),
@@ -143,7 +159,13 @@ QUANTITY_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...] = 
         re.compile(rf"(?<![A-Za-z0-9.,:/$€£¥₹-]){_NUM}(?:\s?|-)(?i:{_UNITS})(?![A-Za-z0-9])"),
         _DIGIT,
     ),
-    (re.compile(rf"\b(?:{_cases(_WORDNUM)})[\s-](?i:{_WORD_UNITS})\b"), None),
+    (
+        re.compile(
+            rf"\b{_starting_with_one_of(_cases(_WORDNUM))}(?:{_cases(_WORDNUM)})[\s-]"
+            rf"(?i:{_WORD_UNITS})\b"
+        ),
+        None,
+    ),
     # Currency after the amount, with a decimal comma as written in much of Europe ("3,50 €").
     (re.compile(r"(?<![A-Za-z0-9.,])\d+(?:[.,]\d{1,2})?\s?[€£¥₹](?![A-Za-z0-9])"), _DIGIT),
 )
@@ -205,14 +227,7 @@ DATE_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...] = (
     ),
     (re.compile(r"(?<![\w:.])\d{1,2}(?::\d{2})?\s?(?i:am|pm|a\.m\.|p\.m\.)(?!\w)"), _DIGIT),
     (re.compile(r"(?<![\w:.])(?:[01]?\d|2[0-3]):[0-5]\d(?![\w:])"), _DIGIT),
-    (
-        re.compile(
-            r"\b(?:Christmas(?: Eve| Day)?|Thanksgiving|Easter|Halloween|New Year's(?: Eve| Day)?|"
-            r"Valentine's Day|Mother's Day|Father's Day|Labor Day|Memorial Day|Fourth of July|"
-            r"Black Friday|Hanukkah|Diwali|Ramadan|Lunar New Year)\b"
-        ),
-        None,
-    ),
+    (re.compile(rf"\b(?:{_HOLIDAYS})\b"), re.compile(_HOLIDAYS)),
 )
 
 
