@@ -14,7 +14,6 @@ scripts without case (CJK, Arabic, …) yield no names, only values.
 from __future__ import annotations
 
 import re
-import string
 from dataclasses import dataclass
 
 from eval_pipeline.reconcile import gazetteer as gz
@@ -156,21 +155,16 @@ def _tokens(text: str, masked: list[tuple[int, int]]) -> list[_Token]:
     return out
 
 
-# The last characters a title can end with: case folding is per character, so a word that
-# folds to a title ends with a character that folds to the title's end. Only ASCII letters and
-# these few fold to ASCII (checked in the tests).
-_FOLDING_TO_ASCII = "ßſẞKﬀﬁﬂﬃﬄﬅﬆ"
-_TITLE_LAST_CHARS = frozenset(
-    c
-    for c in string.ascii_letters + _FOLDING_TO_ASCII
-    if any(title.endswith(c.casefold()) for title in gz.PERSON_TITLES)
-)
+# Every ending of a title ("mrs", "rs", "s", ...), to rule out most words by their last two
+# characters. Case folding is per character, so a word that folds to a title ends with two
+# characters that fold to an ending of it; no single character folds to a whole title.
+_TITLE_ENDINGS = frozenset(title[i:] for title in gz.PERSON_TITLES for i in range(len(title)))
 
 
 def _after_title(text: str, end: int) -> bool:
     """True when the word ending at `end` is a person's title ("Dr", "Mrs"). Every sentence
-    start asks, so most words are ruled out by their last character before any tokenising."""
-    if end == 0 or text[end - 1] not in _TITLE_LAST_CHARS:
+    start asks, so most words are ruled out before any tokenising."""
+    if end < 2 or text[end - 2 : end].casefold() not in _TITLE_ENDINGS:
         return False
     return bool(set(_words_before(text, end, 1)) & gz.PERSON_TITLES)
 
