@@ -101,7 +101,7 @@ _LOWER = "a-zß-öø-ÿ"  # str.islower() holds for every one of these (checked 
 _RUN_ENDS = r"(?![\w'’.&-]*[^\W_])"
 _SKIPPED_WORD = (
     rf"(?!(?:{'|'.join(sorted(_CONNECTORS))}){_RUN_ENDS})"
-    rf"[{_LOWER}](?:[{_LOWER}'’.&-]*[{_LOWER}])?{_RUN_ENDS}"
+    rf"[{_LOWER}]++(?:['’.&-]++[{_LOWER}]++)*+{_RUN_ENDS}"  # possessive: no backtracking
 )
 _SCAN = re.compile(rf"(?:(?P<gap>[\W_]++)|{_SKIPPED_WORD})*+(?P<word>{_WORD.pattern})?")
 

@@ -12,6 +12,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from itertools import filterfalse
 
 _WORDS = re.compile(r"[^\W\d_]{3,}")
 _STOPWORDS = frozenset(
@@ -40,7 +41,7 @@ class Sentence:
 
 
 def content_words(text: str) -> list[str]:
-    return [w for w in _WORDS.findall(text.casefold()) if w not in _STOPWORDS]
+    return list(filterfalse(_STOPWORDS.__contains__, _WORDS.findall(text.casefold())))
 
 
 def summarise(sentences: list[Sentence], max_sentences: int) -> list[Sentence]:

@@ -145,12 +145,28 @@ def _starting_with_one_of(alternatives: str) -> str:
 _DIGIT = re.compile(r"\d")
 _MONTH_WORD = re.compile(_MON)
 _WEEKDAY_WORD = re.compile(_WEEKDAYS)
-_RELATIVE_WORD = re.compile(r"ago|later|earlier")
+
+
+class _AnyOf:
+    """A gate of plain substrings, for words a regex would scan for slowly (their first letters
+    are common): `in` runs several times faster than a regex over the same text."""
+
+    def __init__(self, *needles: str) -> None:
+        self.needles = needles
+
+    def search(self, text: str) -> bool | None:
+        return True if any(needle in text for needle in self.needles) else None
+
+
+_Gate = re.Pattern[str] | _AnyOf | None
+_RELATIVE_WORD = _AnyOf("ago", "later", "earlier")
+# Every spelling the "yesterday" pattern knows, minus its first letter (either case).
+_NEAR_DAY_WORD = _AnyOf("esterday", "oday", "onight", "omorrow")
 
 # (pattern, gate): a pattern runs only if its gate (a cheap scan) finds something. Most turns
 # hold no month name, weekday, holiday or "ago", so most patterns are skipped. A gate must find
 # something in every text its pattern matches (it is a part every match contains).
-QUANTITY_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...] = (
+QUANTITY_PATTERNS: tuple[tuple[re.Pattern[str], _Gate], ...] = (
     (
         re.compile(rf"(?<![A-Za-z0-9$€£¥₹])[$€£¥₹]\s?{_NUM}(?:\s?(?:{_SCALES})(?![A-Za-z0-9]))?"),
         _DIGIT,
@@ -170,7 +186,7 @@ QUANTITY_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...] = 
     (re.compile(r"(?<![A-Za-z0-9.,])\d+(?:[.,]\d{1,2})?\s?[€£¥₹](?![A-Za-z0-9])"), _DIGIT),
 )
 
-DATE_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...] = (
+DATE_PATTERNS: tuple[tuple[re.Pattern[str], _Gate], ...] = (
     (re.compile(r"(?<![\w/-])\d{4}[-/]\d{1,2}[-/]\d{1,2}(?![\w/-])"), _DIGIT),
     (re.compile(r"(?<![\w/-])\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})(?![\w/-])"), _DIGIT),
     (re.compile(rf"\b(?:{_MON})\.?\s+\d{{1,2}}{_ORD}(?:,?\s+\d{{4}})?\b(?!:)"), _MONTH_WORD),
@@ -201,7 +217,7 @@ DATE_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...] = (
             rf"\b(?:{_cases('the day before yesterday|the day after tomorrow|yesterday|today')}"
             rf"|{_cases('tonight|tomorrow')})\b"
         ),
-        None,
+        _NEAR_DAY_WORD,
     ),
     (
         re.compile(
@@ -262,9 +278,9 @@ def date_key(text: str) -> str:
 
 def find_values(text: str) -> Iterator[ValueMatch]:
     """Every date and quantity candidate in `text` (overlapping; the caller picks)."""
-    gates: dict[re.Pattern[str], bool] = {}
+    gates: dict[re.Pattern[str] | _AnyOf, bool] = {}
 
-    def wanted(gate: re.Pattern[str] | None) -> bool:
+    def wanted(gate: _Gate) -> bool:
         if gate is None:
             return True
         if gate not in gates:
