@@ -158,8 +158,10 @@ class _AnyOf:
         return True if any(needle in text for needle in self.needles) else None
 
 
-_Gate = re.Pattern[str] | _AnyOf | None
+# A tuple gate: every one of its gates must find something.
+_Gate = re.Pattern[str] | _AnyOf | tuple[re.Pattern[str] | _AnyOf, ...] | None
 _RELATIVE_WORD = _AnyOf("ago", "later", "earlier")
+_MONTH_AND_DIGIT = (_MONTH_WORD, _DIGIT)  # a month name with a day or year
 # Every spelling the "yesterday" pattern knows, minus its first letter (either case).
 _NEAR_DAY_WORD = _AnyOf("esterday", "oday", "onight", "omorrow")
 
@@ -189,12 +191,12 @@ QUANTITY_PATTERNS: tuple[tuple[re.Pattern[str], _Gate], ...] = (
 DATE_PATTERNS: tuple[tuple[re.Pattern[str], _Gate], ...] = (
     (re.compile(r"(?<![\w/-])\d{4}[-/]\d{1,2}[-/]\d{1,2}(?![\w/-])"), _DIGIT),
     (re.compile(r"(?<![\w/-])\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})(?![\w/-])"), _DIGIT),
-    (re.compile(rf"\b(?:{_MON})\.?\s+\d{{1,2}}{_ORD}(?:,?\s+\d{{4}})?\b(?!:)"), _MONTH_WORD),
+    (re.compile(rf"\b(?:{_MON})\.?\s+\d{{1,2}}{_ORD}(?:,?\s+\d{{4}})?\b(?!:)"), _MONTH_AND_DIGIT),
     (
         re.compile(rf"\b\d{{1,2}}{_ORD}\s+(?:of\s+)?(?:{_MON})\b\.?(?:,?\s+\d{{4}}\b)?"),
-        _MONTH_WORD,
+        _MONTH_AND_DIGIT,
     ),
-    (re.compile(rf"\b(?:{_MONTHS})\s+(?:of\s+)?\d{{4}}\b"), _MONTH_WORD),
+    (re.compile(rf"\b(?:{_MONTHS})\s+(?:of\s+)?\d{{4}}\b"), _MONTH_AND_DIGIT),
     (
         re.compile(rf"\b(?:{_cases('last|next|this|early|late|mid|past')})[\s-]+(?:{_MONTHS})\b"),
         _MONTH_WORD,
@@ -283,6 +285,8 @@ def find_values(text: str) -> Iterator[ValueMatch]:
     def wanted(gate: _Gate) -> bool:
         if gate is None:
             return True
+        if isinstance(gate, tuple):
+            return all(wanted(g) for g in gate)
         if gate not in gates:
             gates[gate] = gate.search(text) is not None
         return gates[gate]
