@@ -232,7 +232,7 @@ def _find_names(text: str, masked: list[tuple[int, int]]) -> list[FoundEntity]:
     found: list[FoundEntity] = []
     for run in _runs(text, tokens):
         # Strip openers ("When Sarah" → "Sarah") and dangling connectors from both ends.
-        if any(t.text in _TITLE_CASE_FUNCTION_WORDS for t in run[1:]):
+        if len(run) > 1 and any(t.text in _TITLE_CASE_FUNCTION_WORDS for t in run[1:]):
             continue  # "Key Benefits Of Regular Exercise": a heading in Title Case
         if run[0].initial and text[run[-1].end : run[-1].end + 3].lstrip("*_ ").startswith(":"):
             if _gazetteer_type(normalise_name(" ".join(t.text for t in run))) is None:
@@ -248,7 +248,8 @@ def _find_names(text: str, masked: list[tuple[int, int]]) -> list[FoundEntity]:
         if words[-1].text.isupper() and len(words[-1].text) > 5 and len(words) == 1:
             continue  # shouting ("IMPORTANT"), not an acronym
         name = " ".join(w.text for w in words)
-        name = _POSSESSIVE.sub("", name)
+        if name.endswith(("'s", "’s")):  # a name holds no line break, so `$` is its end
+            name = _POSSESSIVE.sub("", name)
         norm = normalise_name(name)
         if not norm:
             continue

@@ -278,33 +278,40 @@ def date_key(text: str) -> str:
     return "date:" + normalise_name(text)
 
 
+def _gate_parts(gate: _Gate) -> tuple[re.Pattern[str] | _AnyOf, ...]:
+    if gate is None:
+        return ()
+    return gate if isinstance(gate, tuple) else (gate,)
+
+
+# (pattern, the gates that must all find something, is-a-date), in the order they run.
+_RULES = tuple(
+    (pattern, _gate_parts(gate), is_date)
+    for patterns, is_date in ((DATE_PATTERNS, True), (QUANTITY_PATTERNS, False))
+    for pattern, gate in patterns
+)
+# Every gate serves at least one pattern, so each is scanned once per text, up front.
+_ALL_GATES = tuple(dict.fromkeys(g for _, parts, _ in _RULES for g in parts))
+
+
 def find_values(text: str) -> Iterator[ValueMatch]:
     """Every date and quantity candidate in `text` (overlapping; the caller picks)."""
-    gates: dict[re.Pattern[str] | _AnyOf, bool] = {}
-
-    def wanted(gate: _Gate) -> bool:
-        if gate is None:
-            return True
-        if isinstance(gate, tuple):
-            return all(wanted(g) for g in gate)
-        if gate not in gates:
-            gates[gate] = gate.search(text) is not None
-        return gates[gate]
-
-    for pattern, gate in DATE_PATTERNS:
-        if not wanted(gate):
+    hit = {gate: gate.search(text) is not None for gate in _ALL_GATES}
+    for pattern, gates, is_date in _RULES:
+        if not all(map(hit.__getitem__, gates)):
             continue
-        for match in pattern.finditer(text):
-            group = "d" if "d" in pattern.groupindex and match.group("d") else 0
-            start, end = match.span(group)
-            surface = text[start:end]
-            yield ValueMatch(start, end, "date", surface, date_key(surface))
-    for pattern, gate in QUANTITY_PATTERNS:
-        if not wanted(gate):
-            continue
-        for match in pattern.finditer(text):
-            surface = match.group(0)
-            yield ValueMatch(match.start(), match.end(), "quantity", surface, quantity_key(surface))
+        if is_date:
+            for match in pattern.finditer(text):
+                group = "d" if "d" in pattern.groupindex and match.group("d") else 0
+                start, end = match.span(group)
+                surface = text[start:end]
+                yield ValueMatch(start, end, "date", surface, date_key(surface))
+        else:
+            for match in pattern.finditer(text):
+                surface = match.group(0)
+                yield ValueMatch(
+                    match.start(), match.end(), "quantity", surface, quantity_key(surface)
+                )
 
 
 def pick_non_overlapping(matches: list[ValueMatch]) -> list[ValueMatch]:
