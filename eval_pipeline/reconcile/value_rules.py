@@ -142,6 +142,36 @@ def _starting_with_one_of(alternatives: str) -> str:
     return "(?=[" + "".join(sorted({re.escape(w[0]) for w in alternatives.split("|")})) + "])"
 
 
+# Patterns compiled without their leading `\b`, which `_word_start_matches` checks instead. A
+# pattern that starts with a plain alternation gets a first-character scan from the regex
+# compiler; one that starts with `\b` is tried at every position, several times slower.
+_AT_WORD_START: set[re.Pattern[str]] = set()
+
+
+def _at_word_start(source: str) -> re.Pattern[str]:
+    """`source` is `\\b` and then a pattern whose every match starts with a word character."""
+    if not source.startswith("\\b(?:"):
+        raise ValueError(f"not a word-start pattern: {source[:20]!r}")
+    pattern = re.compile(source[2:])
+    _AT_WORD_START.add(pattern)
+    return pattern
+
+
+def _word_start_matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """What `finditer` of `\\b` + `pattern` yields. Its match at a position is `pattern`'s when
+    `\\b` holds there — `pattern` starts with a word character, so when the character before is
+    none (or there is none) — and there is none where `\\b` fails; so the leftmost match is
+    taken when it starts a word, else the search goes on one character later."""
+    pos = 0
+    while (match := pattern.search(text, pos)) is not None:
+        start = match.start()
+        if start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_"):
+            yield match
+            pos = match.end()  # never empty: it holds a word character
+        else:
+            pos = start + 1
+
+
 _DIGIT = re.compile(r"\d")
 _MONTH_WORD = re.compile(_MON)
 _WEEKDAY_WORD = re.compile(_WEEKDAYS)
@@ -215,14 +245,14 @@ DATE_PATTERNS: tuple[tuple[re.Pattern[str], _Gate], ...] = (
         _WEEKDAY_WORD,
     ),
     (
-        re.compile(
+        _at_word_start(
             rf"\b(?:{_cases('the day before yesterday|the day after tomorrow|yesterday|today')}"
             rf"|{_cases('tonight|tomorrow')})\b"
         ),
         _NEAR_DAY_WORD,
     ),
     (
-        re.compile(
+        _at_word_start(
             rf"\b(?:{_cases('last|next|this|past|coming|previous')})\s+(?:week|weekend|month|"
             r"year|summer|winter|spring|fall|autumn|night|morning|evening|afternoon|semester|"
             r"quarter)\b"
@@ -300,14 +330,19 @@ def find_values(text: str) -> Iterator[ValueMatch]:
     for pattern, gates, is_date in _RULES:
         if not all(map(hit.__getitem__, gates)):
             continue
+        matches = (
+            _word_start_matches(pattern, text)
+            if pattern in _AT_WORD_START
+            else pattern.finditer(text)
+        )
         if is_date:
-            for match in pattern.finditer(text):
+            for match in matches:
                 group = "d" if "d" in pattern.groupindex and match.group("d") else 0
                 start, end = match.span(group)
                 surface = text[start:end]
                 yield ValueMatch(start, end, "date", surface, date_key(surface))
         else:
-            for match in pattern.finditer(text):
+            for match in matches:
                 surface = match.group(0)
                 yield ValueMatch(
                     match.start(), match.end(), "quantity", surface, quantity_key(surface)
