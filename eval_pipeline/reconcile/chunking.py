@@ -17,9 +17,12 @@ class Span:
     end: int
 
 
-def chunk_spans(text: str, max_chars: int) -> list[Span]:
+def chunk_spans(
+    text: str, max_chars: int, sentences: list[tuple[int, int]] | None = None
+) -> list[Span]:
     """One span for a turn up to `max_chars`, else consecutive sentences packed up to it
-    (a longer sentence stands alone)."""
+    (a longer sentence stands alone). `sentences` is `sentence_spans(text)` when the caller
+    has it already (the extractive reconciler needs both): it is computed here otherwise."""
     stripped = text.strip()
     if not stripped:
         return []
@@ -28,7 +31,7 @@ def chunk_spans(text: str, max_chars: int) -> list[Span]:
         return [Span(lead, lead + len(stripped))]
     windows: list[Span] = []
     start = end = -1
-    for a, b in sentence_spans(text):
+    for a, b in sentence_spans(text) if sentences is None else sentences:
         if start < 0:
             start, end = a, b
         elif b - start <= max_chars:

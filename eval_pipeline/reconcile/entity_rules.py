@@ -90,18 +90,36 @@ def find_entities(text: str) -> list[FoundEntity]:
 # ---- proper names ----------------------------------------------------------------------
 
 
+# Most words are lower-case and can never be part of a name. `_SCAN` consumes them, with the
+# separators between words, inside the regex engine, so the Python loop in `_tokens` sees only
+# the other words (capitalised, digits, connectors, lower-case words outside Latin-1 — those are
+# still judged there, as before). Word boundaries stay exactly `_WORD`'s: a word is a maximal
+# run of [\w'’.&-] trimmed to its first and last letter or digit, so a word is skipped only when
+# no letter or digit follows in the same run (`_RUN_ENDS`); otherwise `word` matches it whole.
+# `gap` is the run of non-alphanumerics right before `word` (the last separator consumed).
+_LOWER = "a-zß-öø-ÿ"  # str.islower() holds for every one of these (checked in the tests)
+_RUN_ENDS = r"(?![\w'’.&-]*[^\W_])"
+_SKIPPED_WORD = (
+    rf"(?!(?:{'|'.join(sorted(_CONNECTORS))}){_RUN_ENDS})"
+    rf"[{_LOWER}]++(?:['’.&-]++[{_LOWER}]++)*+{_RUN_ENDS}"  # possessive: no backtracking
+)
+_SCAN = re.compile(rf"(?:(?P<gap>[\W_]++)|{_SKIPPED_WORD})*+(?P<word>{_WORD.pattern})?")
+
+
 def _tokens(text: str, masked: list[tuple[int, int]]) -> list[_Token]:
     """The words that can make names, in order: capitalised words, lower-case connectors
     ("Bank of America") and numbers (a model after a product line: "iPhone 14"). Words
     between two of them show in the gap, which then does not join them into one name.
 
     This runs over every word of the corpus, so the common case — a lower-case word — is
-    dismissed first, before any other work.
+    dismissed first, mostly by `_SCAN` before any Python code runs.
     """
     out: list[_Token] = []
     mask_index, n_masked = 0, len(masked)
-    for match in _WORD.finditer(text):
-        word = match.group()
+    for match in _SCAN.finditer(text):
+        word = match.group("word")
+        if word is None:
+            continue  # the text's tail: separators and skipped words only
         first = word[0]
         if first.islower():
             if word.islower():
@@ -116,22 +134,39 @@ def _tokens(text: str, masked: list[tuple[int, int]]) -> list[_Token]:
             capitalised = False
         else:
             continue  # scripts without case (CJK, Arabic, ...)
-        start, end = match.span()
+        start, end = match.span("word")
         while mask_index < n_masked and masked[mask_index][1] <= start:
             mask_index += 1
         if mask_index < n_masked and masked[mask_index][0] < end:
             continue  # part of a date or quantity
-        gap_start = start
-        while gap_start > 0 and not text[gap_start - 1].isalnum():
-            gap_start -= 1
-        stripped = text[gap_start:start].strip()
+        gap_start = match.start("gap")
+        if gap_start < 0 or match.end("gap") != start:  # no separator: the text's first word
+            gap_start = start
+            while gap_start > 0 and not text[gap_start - 1].isalnum():
+                gap_start -= 1
+        gap = text[gap_start:start]
+        stripped = gap.strip()
         initial = gap_start == 0 or (bool(stripped) and stripped[-1] in _BOUNDARY_CHARS)
-        if stripped == "." and set(_words_before(text, gap_start, 1)) & gz.PERSON_TITLES:
-            initial = False  # "Dr. Patel": the period closes the title, not a sentence
-        if "\n" in text[gap_start:start]:
+        if "\n" in gap:
             initial = True
+        elif stripped == "." and _after_title(text, gap_start):
+            initial = False  # "Dr. Patel": the period closes the title, not a sentence
         out.append(_Token(start, end, word, initial, capitalised))
     return out
+
+
+# Every ending of a title ("mrs", "rs", "s", ...), to rule out most words by their last two
+# characters. Case folding is per character, so a word that folds to a title ends with two
+# characters that fold to an ending of it; no single character folds to a whole title.
+_TITLE_ENDINGS = frozenset(title[i:] for title in gz.PERSON_TITLES for i in range(len(title)))
+
+
+def _after_title(text: str, end: int) -> bool:
+    """True when the word ending at `end` is a person's title ("Dr", "Mrs"). Every sentence
+    start asks, so most words are ruled out before any tokenising."""
+    if end < 2 or text[end - 2 : end].casefold() not in _TITLE_ENDINGS:
+        return False
+    return bool(set(_words_before(text, end, 1)) & gz.PERSON_TITLES)
 
 
 _WORDS_BEFORE = 60  # characters looked back for cue words ("my friend", "a trip to")
@@ -197,7 +232,7 @@ def _find_names(text: str, masked: list[tuple[int, int]]) -> list[FoundEntity]:
     found: list[FoundEntity] = []
     for run in _runs(text, tokens):
         # Strip openers ("When Sarah" → "Sarah") and dangling connectors from both ends.
-        if any(t.text in _TITLE_CASE_FUNCTION_WORDS for t in run[1:]):
+        if len(run) > 1 and any(t.text in _TITLE_CASE_FUNCTION_WORDS for t in run[1:]):
             continue  # "Key Benefits Of Regular Exercise": a heading in Title Case
         if run[0].initial and text[run[-1].end : run[-1].end + 3].lstrip("*_ ").startswith(":"):
             if _gazetteer_type(normalise_name(" ".join(t.text for t in run))) is None:
@@ -213,7 +248,8 @@ def _find_names(text: str, masked: list[tuple[int, int]]) -> list[FoundEntity]:
         if words[-1].text.isupper() and len(words[-1].text) > 5 and len(words) == 1:
             continue  # shouting ("IMPORTANT"), not an acronym
         name = " ".join(w.text for w in words)
-        name = _POSSESSIVE.sub("", name)
+        if name.endswith(("'s", "’s")):  # a name holds no line break, so `$` is its end
+            name = _POSSESSIVE.sub("", name)
         norm = normalise_name(name)
         if not norm:
             continue
@@ -221,8 +257,8 @@ def _find_names(text: str, masked: list[tuple[int, int]]) -> list[FoundEntity]:
         starts_sentence = words[0].initial and lead == 0
         if len(words) == 1 and starts_sentence and known is None and norm not in gz.FIRST_NAMES:
             continue  # every sentence starts with a capital: no evidence of a name
-        previous = _words_before(text, words[0].start, 2)
-        entity_type = known or _type_by_context(words, norm, previous)
+        # The cue words are read only when the gazetteer does not know the name already.
+        entity_type = known or _type_by_context(words, norm, _words_before(text, words[0].start, 2))
         found.append(
             FoundEntity(
                 words[0].start,

@@ -8,6 +8,7 @@ Same input, same output — no clock, no randomness, no set iteration order in t
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -61,14 +62,18 @@ class ExtractiveReconciler(BaseReconciler):
             typed = [
                 (e, retype.get(_name_of(e), e.type) if e.type == "other" else e.type) for e in found
             ]
-            for span in chunk_spans(turn.text, config.max_chunk_chars):
+            # `found` is sorted by start: the entities starting in a span are a slice of it.
+            starts = [e.start for e in found]
+            spans = sentence_spans(turn.text)
+            for span in chunk_spans(turn.text, config.max_chunk_chars, spans):
                 keys: list[str] = []
-                for e, etype in typed:
-                    if span.start <= e.start < span.end:
-                        key = entity_key(etype, e.name) if etype != e.type else e.key
-                        entities.setdefault(key, MemoryEntity(key=key, name=e.name, type=etype))
-                        if key not in keys:
-                            keys.append(key)
+                lo, hi = bisect_left(starts, span.start), bisect_left(starts, span.end)
+                for e, etype in typed[lo:hi]:
+                    key = entity_key(etype, e.name) if etype != e.type else e.key
+                    if key not in entities:  # the first mention names it
+                        entities[key] = MemoryEntity(key=key, name=e.name, type=etype)
+                    if key not in keys:
+                        keys.append(key)
                 chunks.append(
                     MemoryChunk(
                         chunk_id=schema.chunk_id(sid, len(chunks)),
@@ -78,8 +83,8 @@ class ExtractiveReconciler(BaseReconciler):
                         entity_keys=tuple(keys),
                     )
                 )
-            for a, b in sentence_spans(turn.text):
-                count = sum(1 for e in found if a <= e.start < b)
+            for a, b in spans:
+                count = bisect_left(starts, b) - bisect_left(starts, a)
                 sentences.append(
                     Sentence(len(sentences), turn.turn_id, turn.role, turn.text[a:b], count)
                 )

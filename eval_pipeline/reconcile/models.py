@@ -7,6 +7,7 @@ or plug-in — produces the same documented schema (`eval_pipeline.reconcile.sch
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from typing import Literal
@@ -23,6 +24,7 @@ _SPACES = re.compile(r"\s+")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a pure function called for every name, many times
 def normalise_name(name: str) -> str:
     """Case-, width- and spacing-insensitive form of a name ("New  York" → "new york").
 

@@ -25,7 +25,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     start = 0
     for match in _END.finditer(text):
         end = match.end()
-        if match.group().startswith((".",)) and _after_abbreviation(text, match.start() + 1):
+        if text[match.start()] == "." and _after_abbreviation(text, match.start() + 1):
             continue
         _add(spans, text, start, end)
         start = end
@@ -50,8 +50,8 @@ def _after_abbreviation(text: str, dot_end: int) -> bool:
 
 def _add(spans: list[tuple[int, int]], text: str, start: int, end: int) -> None:
     piece = text[start:end]
-    stripped = piece.strip()
-    if not stripped:
+    body = piece.lstrip()  # stripped once from each side: this runs for every sentence
+    if not body:
         return
-    lead = len(piece) - len(piece.lstrip())
-    spans.append((start + lead, start + lead + len(stripped)))
+    first = start + len(piece) - len(body)
+    spans.append((first, first + len(body.rstrip())))

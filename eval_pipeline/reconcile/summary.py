@@ -12,6 +12,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from itertools import filterfalse
 
 _WORDS = re.compile(r"[^\W\d_]{3,}")
 _STOPWORDS = frozenset(
@@ -40,7 +41,7 @@ class Sentence:
 
 
 def content_words(text: str) -> list[str]:
-    return [w for w in _WORDS.findall(text.casefold()) if w not in _STOPWORDS]
+    return list(filterfalse(_STOPWORDS.__contains__, _WORDS.findall(text.casefold())))
 
 
 def summarise(sentences: list[Sentence], max_sentences: int) -> list[Sentence]:
@@ -48,18 +49,20 @@ def summarise(sentences: list[Sentence], max_sentences: int) -> list[Sentence]:
     if max_sentences <= 0 or not sentences:
         return []
     words_of = [content_words(s.text) for s in sentences]
-    frequency = Counter(w for words in words_of for w in set(words))
+    distinct_of = [set(words) for words in words_of]
+    frequency = Counter(w for distinct in distinct_of for w in distinct)
 
     def score(i: int) -> float:
         words = words_of[i]
         if len(words) < MIN_CONTENT_WORDS or sentences[i].text.lstrip().startswith("|"):
             return 0.0  # fragments and table rows say little on their own
-        base = sum(frequency[w] for w in set(words)) / math.sqrt(len(words))
+        base = sum(map(frequency.__getitem__, distinct_of[i])) / math.sqrt(len(words))
         base += ENTITY_BONUS * sentences[i].entity_count
         return base * (USER_BOOST if sentences[i].role == "user" else 1.0)
 
-    ranked = sorted(range(len(sentences)), key=lambda i: (-score(i), i))
-    chosen = sorted(i for i in ranked[:max_sentences] if score(i) > 0)
+    scores = [score(i) for i in range(len(sentences))]  # once each: the sort and the cut share them
+    ranked = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))
+    chosen = sorted(i for i in ranked[:max_sentences] if scores[i] > 0)
     return [sentences[i] for i in chosen]
 
 

@@ -127,14 +127,78 @@ def _cases(alternatives: str) -> str:
     return "|".join(dict.fromkeys(w2 for w in words for w2 in (w, w[:1].upper() + w[1:])))
 
 
+_HOLIDAYS = (
+    r"Christmas(?: Eve| Day)?|Thanksgiving|Easter|Halloween|New Year's(?: Eve| Day)?|"
+    r"Valentine's Day|Mother's Day|Father's Day|Labor Day|Memorial Day|Fourth of July|"
+    r"Black Friday|Hanukkah|Diwali|Ramadan|Lunar New Year"
+)
+
+
+def _starting_with_one_of(alternatives: str) -> str:
+    """A lookahead for the first letters of `alternatives` (plain words, `|`-separated). Put
+    after a leading `\\b`, it rejects most positions with one set test instead of trying every
+    alternative there (a pattern that starts with `\\b` gets no first-character scan from the
+    regex compiler). It only restates what the alternatives require, so matches are the same."""
+    return "(?=[" + "".join(sorted({re.escape(w[0]) for w in alternatives.split("|")})) + "])"
+
+
+# Patterns compiled without their leading `\b`, which `_word_start_matches` checks instead. A
+# pattern that starts with a plain alternation gets a first-character scan from the regex
+# compiler; one that starts with `\b` is tried at every position, several times slower.
+_AT_WORD_START: set[re.Pattern[str]] = set()
+
+
+def _at_word_start(source: str) -> re.Pattern[str]:
+    """`source` is `\\b` and then a pattern whose every match starts with a word character."""
+    if not source.startswith("\\b(?:"):
+        raise ValueError(f"not a word-start pattern: {source[:20]!r}")
+    pattern = re.compile(source[2:])
+    _AT_WORD_START.add(pattern)
+    return pattern
+
+
+def _word_start_matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """What `finditer` of `\\b` + `pattern` yields. Its match at a position is `pattern`'s when
+    `\\b` holds there — `pattern` starts with a word character, so when the character before is
+    none (or there is none) — and there is none where `\\b` fails; so the leftmost match is
+    taken when it starts a word, else the search goes on one character later."""
+    pos = 0
+    while (match := pattern.search(text, pos)) is not None:
+        start = match.start()
+        if start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_"):
+            yield match
+            pos = match.end()  # never empty: it holds a word character
+        else:
+            pos = start + 1
+
+
 _DIGIT = re.compile(r"\d")
 _MONTH_WORD = re.compile(_MON)
 _WEEKDAY_WORD = re.compile(_WEEKDAYS)
-_RELATIVE_WORD = re.compile(r"ago|later|earlier")
+
+
+class _AnyOf:
+    """A gate of plain substrings, for words a regex would scan for slowly (their first letters
+    are common): `in` runs several times faster than a regex over the same text."""
+
+    def __init__(self, *needles: str) -> None:
+        self.needles = needles
+
+    def search(self, text: str) -> bool | None:
+        return True if any(needle in text for needle in self.needles) else None
+
+
+# A tuple gate: every one of its gates must find something.
+_Gate = re.Pattern[str] | _AnyOf | tuple[re.Pattern[str] | _AnyOf, ...] | None
+_RELATIVE_WORD = _AnyOf("ago", "later", "earlier")
+_MONTH_AND_DIGIT = (_MONTH_WORD, _DIGIT)  # a month name with a day or year
+# Every spelling the "yesterday" pattern knows, minus its first letter (either case).
+_NEAR_DAY_WORD = _AnyOf("esterday", "oday", "onight", "omorrow")
 
 # (pattern, gate): a pattern runs only if its gate (a cheap scan) finds something. Most turns
-# hold no month name, weekday or "ago", so most patterns are skipped.
-QUANTITY_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...] = (
+# hold no month name, weekday, holiday or "ago", so most patterns are skipped. A gate must find
+# something in every text its pattern matches (it is a part every match contains).
+QUANTITY_PATTERNS: tuple[tuple[re.Pattern[str], _Gate], ...] = (
     (
         re.compile(rf"(?<![A-Za-z0-9$€£¥₹])[$€£¥₹]\s?{_NUM}(?:\s?(?:{_SCALES})(?![A-Za-z0-9]))?"),
         _DIGIT,
@@ -143,20 +207,26 @@ QUANTITY_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...] = 
         re.compile(rf"(?<![A-Za-z0-9.,:/$€£¥₹-]){_NUM}(?:\s?|-)(?i:{_UNITS})(?![A-Za-z0-9])"),
         _DIGIT,
     ),
-    (re.compile(rf"\b(?:{_cases(_WORDNUM)})[\s-](?i:{_WORD_UNITS})\b"), None),
+    (
+        re.compile(
+            rf"\b{_starting_with_one_of(_cases(_WORDNUM))}(?:{_cases(_WORDNUM)})[\s-]"
+            rf"(?i:{_WORD_UNITS})\b"
+        ),
+        None,
+    ),
     # Currency after the amount, with a decimal comma as written in much of Europe ("3,50 €").
     (re.compile(r"(?<![A-Za-z0-9.,])\d+(?:[.,]\d{1,2})?\s?[€£¥₹](?![A-Za-z0-9])"), _DIGIT),
 )
 
-DATE_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...] = (
+DATE_PATTERNS: tuple[tuple[re.Pattern[str], _Gate], ...] = (
     (re.compile(r"(?<![\w/-])\d{4}[-/]\d{1,2}[-/]\d{1,2}(?![\w/-])"), _DIGIT),
     (re.compile(r"(?<![\w/-])\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})(?![\w/-])"), _DIGIT),
-    (re.compile(rf"\b(?:{_MON})\.?\s+\d{{1,2}}{_ORD}(?:,?\s+\d{{4}})?\b(?!:)"), _MONTH_WORD),
+    (re.compile(rf"\b(?:{_MON})\.?\s+\d{{1,2}}{_ORD}(?:,?\s+\d{{4}})?\b(?!:)"), _MONTH_AND_DIGIT),
     (
         re.compile(rf"\b\d{{1,2}}{_ORD}\s+(?:of\s+)?(?:{_MON})\b\.?(?:,?\s+\d{{4}}\b)?"),
-        _MONTH_WORD,
+        _MONTH_AND_DIGIT,
     ),
-    (re.compile(rf"\b(?:{_MONTHS})\s+(?:of\s+)?\d{{4}}\b"), _MONTH_WORD),
+    (re.compile(rf"\b(?:{_MONTHS})\s+(?:of\s+)?\d{{4}}\b"), _MONTH_AND_DIGIT),
     (
         re.compile(rf"\b(?:{_cases('last|next|this|early|late|mid|past')})[\s-]+(?:{_MONTHS})\b"),
         _MONTH_WORD,
@@ -175,14 +245,14 @@ DATE_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...] = (
         _WEEKDAY_WORD,
     ),
     (
-        re.compile(
+        _at_word_start(
             rf"\b(?:{_cases('the day before yesterday|the day after tomorrow|yesterday|today')}"
             rf"|{_cases('tonight|tomorrow')})\b"
         ),
-        None,
+        _NEAR_DAY_WORD,
     ),
     (
-        re.compile(
+        _at_word_start(
             rf"\b(?:{_cases('last|next|this|past|coming|previous')})\s+(?:week|weekend|month|"
             r"year|summer|winter|spring|fall|autumn|night|morning|evening|afternoon|semester|"
             r"quarter)\b"
@@ -205,14 +275,7 @@ DATE_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...] = (
     ),
     (re.compile(r"(?<![\w:.])\d{1,2}(?::\d{2})?\s?(?i:am|pm|a\.m\.|p\.m\.)(?!\w)"), _DIGIT),
     (re.compile(r"(?<![\w:.])(?:[01]?\d|2[0-3]):[0-5]\d(?![\w:])"), _DIGIT),
-    (
-        re.compile(
-            r"\b(?:Christmas(?: Eve| Day)?|Thanksgiving|Easter|Halloween|New Year's(?: Eve| Day)?|"
-            r"Valentine's Day|Mother's Day|Father's Day|Labor Day|Memorial Day|Fourth of July|"
-            r"Black Friday|Hanukkah|Diwali|Ramadan|Lunar New Year)\b"
-        ),
-        None,
-    ),
+    (re.compile(rf"\b(?:{_HOLIDAYS})\b"), re.compile(_HOLIDAYS)),
 )
 
 
@@ -245,31 +308,45 @@ def date_key(text: str) -> str:
     return "date:" + normalise_name(text)
 
 
+def _gate_parts(gate: _Gate) -> tuple[re.Pattern[str] | _AnyOf, ...]:
+    if gate is None:
+        return ()
+    return gate if isinstance(gate, tuple) else (gate,)
+
+
+# (pattern, the gates that must all find something, is-a-date), in the order they run.
+_RULES = tuple(
+    (pattern, _gate_parts(gate), is_date)
+    for patterns, is_date in ((DATE_PATTERNS, True), (QUANTITY_PATTERNS, False))
+    for pattern, gate in patterns
+)
+# Every gate serves at least one pattern, so each is scanned once per text, up front.
+_ALL_GATES = tuple(dict.fromkeys(g for _, parts, _ in _RULES for g in parts))
+
+
 def find_values(text: str) -> Iterator[ValueMatch]:
     """Every date and quantity candidate in `text` (overlapping; the caller picks)."""
-    gates: dict[re.Pattern[str], bool] = {}
-
-    def wanted(gate: re.Pattern[str] | None) -> bool:
-        if gate is None:
-            return True
-        if gate not in gates:
-            gates[gate] = gate.search(text) is not None
-        return gates[gate]
-
-    for pattern, gate in DATE_PATTERNS:
-        if not wanted(gate):
+    hit = {gate: gate.search(text) is not None for gate in _ALL_GATES}
+    for pattern, gates, is_date in _RULES:
+        if not all(map(hit.__getitem__, gates)):
             continue
-        for match in pattern.finditer(text):
-            group = "d" if "d" in pattern.groupindex and match.group("d") else 0
-            start, end = match.span(group)
-            surface = text[start:end]
-            yield ValueMatch(start, end, "date", surface, date_key(surface))
-    for pattern, gate in QUANTITY_PATTERNS:
-        if not wanted(gate):
-            continue
-        for match in pattern.finditer(text):
-            surface = match.group(0)
-            yield ValueMatch(match.start(), match.end(), "quantity", surface, quantity_key(surface))
+        matches = (
+            _word_start_matches(pattern, text)
+            if pattern in _AT_WORD_START
+            else pattern.finditer(text)
+        )
+        if is_date:
+            for match in matches:
+                group = "d" if "d" in pattern.groupindex and match.group("d") else 0
+                start, end = match.span(group)
+                surface = text[start:end]
+                yield ValueMatch(start, end, "date", surface, date_key(surface))
+        else:
+            for match in matches:
+                surface = match.group(0)
+                yield ValueMatch(
+                    match.start(), match.end(), "quantity", surface, quantity_key(surface)
+                )
 
 
 def pick_non_overlapping(matches: list[ValueMatch]) -> list[ValueMatch]:
