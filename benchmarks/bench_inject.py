@@ -257,9 +257,10 @@ def main() -> None:
         f"(+ {limit['fulltext']:.1f} s for the same full-text index = {limit_total:.1f} s)"
     )
     print(
-        f"ratio:    pipeline/limit = {ratio:.2f} (target <= {TARGET_RATIO}); "
-        f"writes only {pipe_write / limit['write']:.2f}; "
-        f"with the full-text index on both sides {pipe['total'] / limit_total:.2f}"
+        f"ratio:    pipeline/limit = {ratio:.2f} (target <= {TARGET_RATIO}) "
+        f"{'OK' if ratio <= TARGET_RATIO else 'MISSED'}; writes only "
+        f"{pipe_write / limit['write']:.2f}; with the full-text index on both sides "
+        f"{pipe['total'] / limit_total:.2f}"
     )
     print(
         f"rate:     pipeline {c.turns / pipe['total']:.0f} turns/s, "
