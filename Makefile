@@ -66,7 +66,10 @@ format: $(STAMP)
 # Each benchmark prints its own ratios measured side by side in one run, then every target's
 # OK or MISSED again at the end (benchmarks/run_all.py); the full-scale inputs are generated
 # once and cached under .eval_state/bench/.
+# bench_local_judge's default model (make install fetches only the tests' small one).
+BENCH_JUDGE_MODEL := qwen2.5-coder-0.5b-instruct
 bench: $(STAMP)
+	$(BIN)/eval-pipeline llm fetch $(BENCH_JUDGE_MODEL)
 	$(BIN)/python -m benchmarks.run_all
 
 clean:
