@@ -333,7 +333,7 @@ class RetrievalConfig(Section):
 
     retriever: str = Field(
         default="fulltext",
-        description="fulltext | graph_agent | pkg.mod:Class",
+        description="fulltext | dense | hybrid | graph_agent | pkg.mod:Class",
         json_schema_extra=cli("--retriever", "NAME"),
     )
     options: dict[str, Any] = Field(
