@@ -34,6 +34,9 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
+from eval_pipeline.score.final_answer import final_answer
+from eval_pipeline.score.reference_answer import accepted
+
 MATCH_RULES_VERSION = 1
 
 Verdict = Literal["yes", "no"]
@@ -108,35 +111,60 @@ _STOP = frozenset(
     correct response approximately about around roughly total overall currently ago
     """.split()
 )  # fmt: skip
+# What a gap in the record is called, and how it is qualified ("no specific mention").
+_GAP = (
+    r"(?:(?:direct|clear|specific|explicit|exact|precise|concrete|such|further|relevant|"
+    r"recorded|documented|mention\s+or|definitive|confirmed)\s+)*"
+    r"(?:record|mention|information|info|details?|data|evidence|indication|reference|entry|"
+    r"entries|note|trace|memory|memories|conversation|discussion)"
+)
 _REFUSAL = re.compile(
     r"\b(?:"
     r"(?:i\s+)?(?:do\s+not|don't|dont|cannot|can't|can\s+not|couldn't|could\s+not)\s+"
-    r"(?:have|find|see|recall|remember|know|locate|tell|determine|say)"
-    r"|no\s+(?:record|mention|information|details?|data|way\s+to\s+(?:know|tell))"
+    r"(?:have|find|see|recall|remember|know|locate|tell|determine|say|give|confirm|answer|"
+    r"calculate|compute|identify|provide|access|pinpoint|verify)"
+    rf"|(?:no|not\s+(?:a|any)|without\s+(?:a|any)|lack\s+of)\s+{_GAP}"
+    rf"|(?:isn't|is\s+not|aren't|are\s+not|wasn't|was\s+not|weren't|were\s+not)\s+(?:a|any)\s+{_GAP}"
+    r"|no\s+way\s+to\s+(?:know|tell)"
     r"|(?:never|not|wasn't|isn't|haven't|hasn't|didn't)\s+(?:been\s+)?"
     r"(?:mentioned|mention|told|said|shared|discussed|specified|stated|provided|recorded|"
-    r"come\s+up|talked)"
+    r"come\s+up|talked|captured|documented|included|given|found|logged|noted)"
+    r"|(?:does|do|did|doesn't|don't|didn't)\s+(?:not\s+)?(?:contain|specify|include|mention|"
+    r"provide|state|indicate|record|show|cover|reveal|say\s+(?:how|when|what|which|where|who))"
     r"|(?:not|isn't|aren't|wasn't)\s+(?:in|part\s+of|among|covered\s+(?:in|by)|anywhere\s+in)\s+"
     r"(?:the|our|your|my)?\s*(?:history|conversations?|records?|notes|chats?|sessions?|"
     r"events?|logs?|memory|what)"
     r"|\bi\s+(?:can't|cannot|couldn't|could\s+not|can\s+not)\b"
+    r"|(?:wasn't|was\s+not|weren't|were\s+not|am\s+not|i'm\s+not|not)\s+able\s+to\s+"
+    r"(?:find|locate|determine|confirm|identify|answer|tell|say|calculate|pinpoint)"
     r"|\bnever\b[^.?!]{0,60}?\b(?:mentioned|said|told|found|known|recorded|discussed|"
     r"brought\s+up|came\s+up|shared)"
     r"|\bdon't\s+think\s+(?:you|we|it)\b[^.?!]{0,30}?\b(?:mentioned|said|told|came\s+up)"
     r"|\b(?:not|never)\s+(?:known|found|determined|identified|established)"
+    r"|(?:isn't|is\s+not|aren't|are\s+not|wasn't|was\s+not)\s+(?:available|recorded|"
+    r"specified|clear|known|possible\s+to)"
     r"|nothing\s+(?:in|about|was\s+said|on\s+record|recorded)"
-    r"|unable\s+to\s+(?:find|determine|answer|tell|say)"
+    r"|none\s+of\s+(?:the|your|our|my)\s+(?:\w+\s+){0,2}?(?:conversations?|records?|"
+    r"sessions?|memories|notes|messages|chats|results|entries)\s+(?:contain|mention|include|"
+    r"say|record|show|specif)"
+    r"|unable\s+to\s+(?:find|determine|answer|tell|say|confirm|locate|identify|calculate)"
+    r"|(?:not|insufficient|lack(?:ing)?)\s+(?:enough\s+|sufficient\s+)?(?:information|"
+    r"data|details|context)\s+(?:to|is|was|available|provided)"
+    r"|(?:missing|absent)\s+from\s+(?:the|your|our|my)"
     r"|there\s+(?:is|are|was|were)\s+no\s+"
-    r"|(?:unanswerable|cannot\s+be\s+answered|can't\s+be\s+answered|not\s+answerable)"
+    r"|(?:unanswerable|cannot\s+be\s+(?:answered|determined|calculated)|can't\s+be\s+"
+    r"(?:answered|determined|calculated)|not\s+answerable)"
     r"|(?:i\s+)?(?:have|has)\s+no\s+(?:record|information|memory|knowledge|details?)"
     r")",
     re.IGNORECASE,
 )
-# After a refusal: a guess that still answers ("but it was probably ...").
+# After a refusal: a guess at the answer after all ("It might be Luna", "probably 3").
 _GUESS = re.compile(
-    r"\b(?:but|though|although|however)\b[^.?!]*\b(?:probably|likely|maybe|might|may|"
-    r"guess|assume|presumably|perhaps|could\s+be|would\s+be|was|is|it's)\b"
-    r"|\b(?:my\s+(?:best\s+)?guess|i\s+(?:would\s+)?guess|probably|most\s+likely)\b",
+    r"(?<!\bif\b)[^.?!]*\b(?:(?:it|that|this|the\s+\w+|they|you)\s+(?:might|may|could|would)"
+    r"\s+(?:have\s+been|be)|(?:it|that|this|you)(?:'s|\s+(?:is|was))\s+(?:probably|likely|"
+    r"perhaps|maybe|presumably)|my\s+(?:best\s+)?guess|i\s+(?:would|'d)\s+(?:guess|say|"
+    r"estimate)|i\s+guess|(?:most\s+)?(?:probably|likely)\s+(?:it|the|you|around|about|"
+    r"\d)|presumably|perhaps\s+(?:it|the|you))\b",
     re.IGNORECASE,
 )
 # A correction or an update: which value the response asserts needs reading.
@@ -356,6 +384,8 @@ def quantities(text: str) -> list[Quantity]:
         if value is None:
             i += 1
             continue
+        if words[i + used : i + used + 3] == ["and", "a", "half"]:  # "two and a half weeks"
+            value, used = value + 0.5, used + 3
         end = tokens[i + used - 1][2]
         if not free(a, end):
             i += used
@@ -364,8 +394,11 @@ def quantities(text: str) -> list[Quantity]:
         unit = _unit_of(nxt)
         if unit:
             dim, scale = _UNITS[unit]
-            add(Quantity(dim, value * scale, unit), (a, tokens[i + used][2]))
-            i += used + 1
+            stop = i + used + 1
+            if words[stop : stop + 3] == ["and", "a", "half"]:  # "a week and a half"
+                value, stop = value + 0.5, stop + 3
+            add(Quantity(dim, value * scale, unit), (a, tokens[stop - 1][2]))
+            i = stop
             continue
         add(Quantity("number", value), (a, end))
         i += used
@@ -431,20 +464,201 @@ ABSTENTION_RULE_PREFIX = "abstention:"  # every rule of the abstention branch sa
 def decide(
     reference: str, response: str, *, question_type: str, abstention: bool, question: str = ""
 ) -> Match:
-    """The protocol's verdict where a rule settles it, else an undecided Match."""
+    """The protocol's verdict where a rule settles it, else an undecided Match.
+
+    The rules read what the response concludes (`final_answer`), and a reference as every
+    answer it accepts (`reference_answer.accepted`)."""
+    if not (response or "").strip():
+        return Match("no", "empty response", 0.0)
+    if _pasted(response):
+        return Match("no", "a pasted passage or transcript, not an answer", 0.0)
+    final = final_answer(response, question)
+    if abstention:
+        return _abstention(final.text if final.how in ("marker", "conclusion") else response,
+                           response)  # fmt: skip
+    if question_type == "single-session-preference":
+        # What the rubric names of the user's own (their camera brand, the cake they baked),
+        # not how rubrics talk ("the user would prefer suggestions that ..."): the share of it
+        # the response uses.
+        words = content_words(reference) - content_words(question) - _RUBRIC_WORDS
+        cov = _coverage(words or content_words(reference), [], response)
+        refused = bool(_REFUSAL.search(normalise(final.text)))
+        return Match(None, "rubric: needs reading", cov, refused)
+    alternatives = accepted(reference, question) or [reference]
+    polar = _polarity_verdict(reference, final.text if final.how != "whole" else response)
+    if polar is not None:
+        return polar
+    chosen = _option_verdict(reference, final.text, question)
+    if chosen is not None:
+        return chosen
+    if final.how != "whole":
+        # The response concludes: its conclusion decides, unless it says nothing of the
+        # reference (a closing remark on something else), when the whole response is read.
+        concluded = _best(alternatives, final.text, question_type, question)
+        if concluded.verdict is not None and concluded.rule not in _NON_COMMITTAL:
+            return concluded
+    return _best(alternatives, response, question_type, question)
+
+
+_RUBRIC_WORDS = frozenset(
+    _stem(w)
+    for w in """user users prefer preference preferences response responses suggestion
+    suggestions recommendation recommendations tip tips might may would could their they previous
+    previously mention mentioned mentioning such like interest interests interested specific
+    specifically particular consider considering take account build upon utilize utilizing
+    acknowledge acknowledging include including also example examples option options advice
+    idea ideas help related relevant way ways well new existing current especially generic
+    general other based focus focusing prior past experience experiences enjoy enjoyed align
+    aligned aligning similar suggest suggesting provide providing appreciate offer offering
+    things thing something more less information detail details explanation explanations
+    recall use using approach approaches content incorporate incorporating reference
+    referencing build building effort efforts concern concerns own resource resources want
+    need needs preferred likely""".split()
+)
+_YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+_LEAD_IN = re.compile(
+    r"^\W*(?:(?:based\s+on|according\s+to|from|looking\s+at|after\s+(?:reviewing|checking))"
+    r"\b[^,.:]{0,80}[,:]\s*)?",
+    re.IGNORECASE,
+)
+
+
+def _polarity_verdict(reference: str, text: str) -> Match | None:
+    """A yes/no reference ("Yes.", "No, you ..."): the response's own yes or no decides, when
+    it opens its answer with one."""
+    ref = _YES_NO.match(reference)
+    if ref is None:
+        return None
+    said = _YES_NO.match(_LEAD_IN.sub("", plain_text(text), count=1))
+    if said is None:
+        return None
+    same = said[1].lower() == ref[1].lower()
+    return Match("yes" if same else "no", f"yes/no answer: {said[1].lower()}", float(same))
+
+
+# "Which did I do first, A or B?": the options the question offers (a response restates both).
+_OPTIONS = re.compile(
+    r"(?:,|:|\bbetween)\s*(?:the\s+|my\s+|a\s+)?(?P<a>[^,?]{2,80}?)\s*,?\s+(?:or|and)\s+"
+    r"(?:the\s+|my\s+|a\s+)?(?P<b>[^,?]{2,80}?)\s*\??\s*$",
+    re.IGNORECASE,
+)
+_EARLIER = re.compile(r"\b(?:first|earlier|before|sooner|initially|older|earliest)\b", re.I)
+_LATER = re.compile(r"\b(?:last|later|after|most\s+recent(?:ly)?|latest|newer|recently|"
+                    r"more\s+recent(?:ly)?|second)\b", re.I)  # fmt: skip
+# Between two named options: words that put the first one earlier, or later.
+_BEFORE_WORDS = re.compile(
+    r"\b(?:before|earlier\s+than|prior\s+to|preceded|then|followed\s+by|first|earlier|"
+    r"sooner)\b",
+    re.I,
+)
+_AFTER_WORDS = re.compile(r"\b(?:after|later\s+than|following|later)\b", re.I)
+
+
+def _option_verdict(reference: str, text: str, question: str) -> Match | None:
+    """An either/or question ("Which came first, A or B?"): which option the response puts
+    where the question asks, compared with the option the reference names. None when the
+    question offers no two options, the reference is neither, or the response's choice cannot
+    be read."""
+    found = _OPTIONS.search(question.strip())
+    if found is None:
+        return None
+    options = [found["a"], found["b"]]
+    ref_words = content_words(reference)
+    opt_words = [content_words(o) for o in options]
+    own = [len(ref_words & w) / max(1, len(w)) for w in opt_words]
+    if max(own) < 0.5 or own[0] == own[1]:
+        return None
+    wanted = 0 if own[0] > own[1] else 1
+    asks_later = bool(_LATER.search(question)) and not _EARLIER.search(question)
+    chosen = _chosen_option(normalise(text), opt_words, asks_later)
+    if chosen is None:
+        return None
+    ok = chosen == wanted
+    return Match("yes" if ok else "no", "either/or: the option the response chose", float(ok))
+
+
+def _chosen_option(text: str, opt_words: list[set[str]], asks_later: bool) -> int | None:
+    """Which option the response's last sentence naming one puts first (or last)."""
+    for sentence in reversed(re.split(r"(?<=[.!?\n])\s+", text)):
+        places = [_first_place(sentence, w) for w in opt_words]
+        named = [i for i, p in enumerate(places) if p is not None]
+        if not named:
+            continue
+        if len(named) == 1:
+            i = named[0]
+            if _EARLIER.search(sentence) and not _LATER.search(sentence):
+                return i if not asks_later else 1 - i
+            if _LATER.search(sentence) and not _EARLIER.search(sentence):
+                return i if asks_later else 1 - i
+            return None
+        first = 0 if places[0] < places[1] else 1  # type: ignore[operator]
+        between = sentence[min(places) : max(places)]  # type: ignore[type-var]
+        if _BEFORE_WORDS.search(between):
+            earlier = first
+        elif _AFTER_WORDS.search(between):
+            earlier = 1 - first
+        else:
+            return None
+        return (1 - earlier) if asks_later else earlier
+    return None
+
+
+def _first_place(sentence: str, words: set[str]) -> int | None:
+    """Where in `sentence` most of an option's content words first appear together."""
+    if not words:
+        return None
+    spots = []
+    for w in words:
+        m = re.search(rf"\b{re.escape(w)}", sentence)
+        if m:
+            spots.append(m.start())
+    return min(spots) if len(spots) * 2 > len(words) or len(spots) == len(words) else None
+
+
+def plain_text(text: str) -> str:
+    return re.sub(r"[*_`#]+", "", text).strip()
+
+
+# Rules that find the reference absent, not contradicted: a conclusion that matches one of
+# them has not committed to another answer.
+_NON_COMMITTAL = frozenset(
+    {"nothing of the reference in the response", "no reference value or word in the response"}
+)
+
+
+def _best(alternatives: list[str], text: str, question_type: str, question: str) -> Match:
+    """The verdict on `text` against every accepted alternative: yes if any is given, else
+    undecided if any may be, else no."""
+    matches = [
+        _decide_one(alt, text, question_type=question_type, question=question)
+        for alt in alternatives
+    ]
+    for verdict in ("yes", None):
+        found = [m for m in matches if m.verdict == verdict]
+        if found:
+            return max(found, key=lambda m: m.coverage)
+    return max(matches, key=lambda m: m.coverage)
+
+
+def _abstention(final: str, response: str) -> Match:
+    """An unanswerable question: yes when the response says the record does not hold the
+    answer (anywhere: "X is there, but not Y" is how a careful reader abstains), unless it
+    guesses after all, or concludes with a value of its own."""
+    whole, last = normalise(response), normalise(final)
+    refusal = _REFUSAL.search(whole)
+    if refusal is None:
+        return Match("no", "abstention: answered instead of recognising the gap", 0.0)
+    after = whole[refusal.end() :]
+    if any(_GUESS.match(s) for s in re.split(r"(?<=[.!?])\s+", after) if s.strip()):
+        return Match("no", "abstention: a refusal followed by a guess", 0.0, True)
+    if last != whole and not _REFUSAL.search(last) and quantities(final):
+        return Match("no", "abstention: concludes with an answer of its own", 0.0, True)
+    return Match("yes", "abstention: recognised as unanswerable", 1.0, True)
+
+
+def _decide_one(reference: str, response: str, *, question_type: str, question: str) -> Match:
     resp = normalise(response)
     refused = bool(_REFUSAL.search(resp))
-    if abstention:
-        if not refused:
-            return Match("no", "abstention: answered instead of recognising the gap", 0.0)
-        if _GUESS.search(resp):
-            return Match(None, "abstention: a refusal with a guess needs reading", 0.0, True)
-        return Match("yes", "abstention: recognised as unanswerable", 1.0, True)
-    if question_type == "single-session-preference":
-        words = content_words(reference)
-        cov = _coverage(words, [], response)
-        return Match(None, "rubric: needs reading", cov, refused)
-
     question_words = content_words(question)
     ref_values = quantities(reference)
     got_values = quantities(response)
@@ -489,6 +703,19 @@ def decide(
     if ref_values and any(_comparable(r, g) for r in ref_values for g in extra):
         return Match(None, "reference value beside other values of its kind", cov, refused)
     return Match("yes", "every reference value and word in the response", cov, refused)
+
+
+# A transcript or retrieved passage handed back as the answer: a speaker or date label.
+_TRANSCRIPT_LABEL = re.compile(
+    r"^\s*\[[^\]\n]{0,40}\b(?:user|assistant)\]|^\s*(?:user|assistant|human|ai)\s*:",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def _pasted(response: str) -> bool:
+    """The response is (or starts with) a transcript: labelled turns, not an answer."""
+    labels = _TRANSCRIPT_LABEL.findall(response)
+    return bool(labels) and (len(labels) >= 2 or _TRANSCRIPT_LABEL.match(response) is not None)
 
 
 def _list_part_missing(reference: str, response: str, question_words: set[str]) -> bool:

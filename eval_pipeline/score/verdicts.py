@@ -53,7 +53,7 @@ class Params:
     method cross-validated, never with these on the items they were fitted to."""
 
     threshold: float = 0.6
-    rubric_threshold: float = 0.2
+    rubric_threshold: float = 0.3
     band_low: float = 0.5
     band_high: float = 1.01  # above 1: coverage alone never says yes, the model reads those
 
