@@ -34,7 +34,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
-from eval_pipeline.score.final_answer import final_answer
+from eval_pipeline.score.final_answer import SHORT_WORDS, final_answer
 from eval_pipeline.score.reference_answer import accepted
 
 MATCH_RULES_VERSION = 1
@@ -125,7 +125,10 @@ _REFUSAL = re.compile(
     r"calculate|compute|identify|provide|access|pinpoint|verify)"
     rf"|(?:no|not\s+(?:a|any)|without\s+(?:a|any)|lack\s+of)\s+{_GAP}"
     rf"|(?:isn't|is\s+not|aren't|are\s+not|wasn't|was\s+not|weren't|were\s+not)\s+(?:a|any)\s+{_GAP}"
+    r"|(?:not|n't)\s+(?:\w+ly\s+)?(?:available|specified|mentioned|stated|recorded|given|"
+    r"provided|documented|included|clear\s+from)\b"
     r"|no\s+way\s+to\s+(?:know|tell)"
+    r"|can\s+only\s+(?:confirm|find|see|tell|say|speak|account)"
     r"|(?:never|not|wasn't|isn't|haven't|hasn't|didn't)\s+(?:been\s+)?"
     r"(?:mentioned|mention|told|said|shared|discussed|specified|stated|provided|recorded|"
     r"come\s+up|talked|captured|documented|included|given|found|logged|noted)"
@@ -160,7 +163,7 @@ _REFUSAL = re.compile(
 )
 # After a refusal: a guess at the answer after all ("It might be Luna", "probably 3").
 _GUESS = re.compile(
-    r"(?<!\bif\b)[^.?!]*\b(?:(?:it|that|this|the\s+\w+|they|you)\s+(?:might|may|could|would)"
+    r"(?!\s*if\b)(?![^.?!]*\b(?:thinking\s+of|referring\s+to|related|confus))[^.?!]*\b(?:(?:it|that|this|the\s+\w+|they|you)\s+(?:might|may|could|would)"
     r"\s+(?:have\s+been|be)|(?:it|that|this|you)(?:'s|\s+(?:is|was))\s+(?:probably|likely|"
     r"perhaps|maybe|presumably)|my\s+(?:best\s+)?guess|i\s+(?:would|'d)\s+(?:guess|say|"
     r"estimate)|i\s+guess|(?:most\s+)?(?:probably|likely)\s+(?:it|the|you|around|about|"
@@ -217,10 +220,24 @@ class Match:
         return "abstention" if self.rule.startswith(ABSTENTION_RULE_PREFIX) else "answer"
 
 
+_FREQUENCIES = [
+    (re.compile(r"\b(?:every\s+other|every\s+(?:two|2)|once\s+every\s+(?:two|2)|bi-?)\s*"
+                r"weeks?\b|\bbi-?weekly\b|\bfortnightly\b"), "biweekly"),
+    *(
+        (re.compile(rf"\b(?:every|each|once\s+a|once\s+per|once\s+an?|per|a)\s+{unit}\b"), adverb)
+        for unit, adverb in (("week", "weekly"), ("day", "daily"), ("month", "monthly"),
+                             ("year", "yearly"))
+    ),
+    (re.compile(r"\bannually\b"), "yearly"),
+]  # fmt: skip
+
+
 def normalise(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).lower()
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u2013", "-")
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 1,200 -> 1200
+    for pattern, word in _FREQUENCIES:  # "every week" and "weekly" say the same
+        text = pattern.sub(word, text)
     text = re.sub(r"[$€£]\s*(?=\d)", "", text)
     text = re.sub(r"\b(\d+)-([a-z])\b", r"\1\2", text)  # 14-B -> 14b
     text = re.sub(r"\b(\d+(?:\.\d+)?)\s*k\b", lambda m: _scaled(m[1], 1000), text)
@@ -408,7 +425,11 @@ def quantities(text: str) -> list[Quantity]:
 def _same(ref: Quantity, got: Quantity, *, off_by_one: bool) -> bool:
     if ref.kind != got.kind:
         # A bare number in the reference ("3") matches a count of anything in the response.
-        return ref.kind == "number" and got.kind in ("time", "month") and _count(got) == ref.value
+        return (
+            ref.kind == "number"
+            and got.unit is not None
+            and abs(_count(got) - float(ref.value)) < 1e-6  # type: ignore[arg-type]
+        )
     if ref.kind == "date":
         ry, rm, rd = ref.value  # type: ignore[misc]
         gy, gm, gd = got.value  # type: ignore[misc]
@@ -442,7 +463,7 @@ def content_words(text: str) -> set[str]:
         w = w.split("'")[0]
         if w in _STOP or w in ("am", "pm") or re.fullmatch(r"\d+(?:st|nd|rd|th)?", w):
             continue
-        if _unit_of(w) or w in _SMALL or w in _TENS:
+        if _unit_of(w) or w in _SMALL or w in _TENS or w in ("half", "quarter", "dozen"):
             continue
         if w in _MONTHS or w in _ORDINALS or len(w) < 2:
             continue
@@ -485,12 +506,15 @@ def decide(
         refused = bool(_REFUSAL.search(normalise(final.text)))
         return Match(None, "rubric: needs reading", cov, refused)
     alternatives = accepted(reference, question) or [reference]
-    polar = _polarity_verdict(reference, final.text if final.how != "whole" else response)
+    polar = _polarity_verdict(reference, final.text, response)
     if polar is not None:
         return polar
     chosen = _option_verdict(reference, final.text, question)
     if chosen is not None:
         return chosen
+    ordered = _order_verdict(reference, final.text, question)
+    if ordered is not None:
+        return ordered
     if final.how != "whole":
         # The response concludes: its conclusion decides, unless it says nothing of the
         # reference (a closing remark on something else), when the whole response is read.
@@ -523,17 +547,20 @@ _LEAD_IN = re.compile(
 )
 
 
-def _polarity_verdict(reference: str, text: str) -> Match | None:
-    """A yes/no reference ("Yes.", "No, you ..."): the response's own yes or no decides, when
-    it opens its answer with one."""
+def _polarity_verdict(reference: str, final: str, response: str) -> Match | None:
+    """A yes/no reference ("Yes.", "No, you ..."): the response's own yes or no decides, the
+    first one its conclusion opens a sentence with, else the first in the whole response."""
     ref = _YES_NO.match(reference)
     if ref is None:
         return None
-    said = _YES_NO.match(_LEAD_IN.sub("", plain_text(text), count=1))
-    if said is None:
-        return None
-    same = said[1].lower() == ref[1].lower()
-    return Match("yes" if same else "no", f"yes/no answer: {said[1].lower()}", float(same))
+    for text in (final, response):
+        for sentence in re.split(r"(?<=[.!?:\n])\s+", plain_text(text)):
+            said = _YES_NO.match(_LEAD_IN.sub("", sentence, count=1))
+            if said is not None:
+                same = said[1].lower() == ref[1].lower()
+                return Match("yes" if same else "no", f"yes/no answer: {said[1].lower()}",
+                             float(same))  # fmt: skip
+    return None
 
 
 # "Which did I do first, A or B?": the options the question offers (a response restates both).
@@ -612,7 +639,50 @@ def _first_place(sentence: str, words: set[str]) -> int | None:
         m = re.search(rf"\b{re.escape(w)}", sentence)
         if m:
             spots.append(m.start())
-    return min(spots) if len(spots) * 2 > len(words) or len(spots) == len(words) else None
+    return min(spots) if len(spots) * 2 >= len(words) else None
+
+
+_ORDER_QUESTION = re.compile(
+    r"\border\b|\bsequence\b|\bfirst\b[^?]*\bsecond\b|\bearliest\b[^?]*\blatest\b|"
+    r"\bfirst\s+to\s+last\b",
+    re.IGNORECASE,
+)
+_ORDER_SPLIT = re.compile(
+    r",|;|\bthen\b|\bfollowed\s+by\b|\bfinally\b|\blastly\b|\band\b|\bafter\s+that\b|"
+    r"\b(?:first|second|third|next)\b|\d+[.)]",
+    re.IGNORECASE,
+)
+
+
+_ORDER_WORDS = frozenset({"first", "then", "finally", "last", "lastly", "next", "order", "later"})
+
+
+def _order_verdict(reference: str, text: str, question: str) -> Match | None:
+    """A question about the order of events: the reference's items must appear in the
+    response's conclusion in the same order. None when the reference is not a list of three or
+    more items, or an item cannot be found (the other rules read it)."""
+    if not _ORDER_QUESTION.search(question):
+        return None
+    head = re.split(r":\s+", reference, maxsplit=1)
+    body = head[1] if len(head) == 2 else reference
+    parts = [content_words(p) - _ORDER_WORDS for p in _ORDER_SPLIT.split(body)]
+    parts = [w for w in parts if w]
+    # Each item by its own words: what the items share ("attended", "concert") places none.
+    items = [w - set().union(*(o for j, o in enumerate(parts) if j != i)) for i, w in
+             enumerate(parts)]  # fmt: skip
+    items = [w for w in items if w]
+    if len(items) < 3 or len(items) != len(parts):
+        return None
+    resp = normalise(text)
+    places = []
+    for words in items:
+        spots = [m.start() for w in words for m in [re.search(rf"\b{re.escape(w)}", resp)] if m]
+        if len(spots) * 2 < len(words):
+            return None
+        places.append(min(spots))
+    ok = all(a < b for a, b in zip(places, places[1:]))
+    return Match("yes" if ok else "no", "order: the reference's items in the response's order",
+                 float(ok))  # fmt: skip
 
 
 def plain_text(text: str) -> str:
@@ -628,9 +698,11 @@ _NON_COMMITTAL = frozenset(
 
 def _best(alternatives: list[str], text: str, question_type: str, question: str) -> Match:
     """The verdict on `text` against every accepted alternative: yes if any is given, else
-    undecided if any may be, else no."""
+    undecided if any may be, else no. A revision ("..., actually Y") is read in a short text
+    only: in a long one it is as likely to revise something else."""
+    short = len(text.split()) <= SHORT_WORDS
     matches = [
-        _decide_one(alt, text, question_type=question_type, question=question)
+        _decide_one(alt, text, question_type=question_type, question=question, revisions=short)
         for alt in alternatives
     ]
     for verdict in ("yes", None):
@@ -645,10 +717,10 @@ def _abstention(final: str, response: str) -> Match:
     answer (anywhere: "X is there, but not Y" is how a careful reader abstains), unless it
     guesses after all, or concludes with a value of its own."""
     whole, last = normalise(response), normalise(final)
-    refusal = _REFUSAL.search(whole)
-    if refusal is None:
+    refusals = list(_REFUSAL.finditer(whole))
+    if not refusals:
         return Match("no", "abstention: answered instead of recognising the gap", 0.0)
-    after = whole[refusal.end() :]
+    after = whole[refusals[-1].end() :]
     if any(_GUESS.match(s) for s in re.split(r"(?<=[.!?])\s+", after) if s.strip()):
         return Match("no", "abstention: a refusal followed by a guess", 0.0, True)
     if last != whole and not _REFUSAL.search(last) and quantities(final):
@@ -656,7 +728,9 @@ def _abstention(final: str, response: str) -> Match:
     return Match("yes", "abstention: recognised as unanswerable", 1.0, True)
 
 
-def _decide_one(reference: str, response: str, *, question_type: str, question: str) -> Match:
+def _decide_one(
+    reference: str, response: str, *, question_type: str, question: str, revisions: bool = True
+) -> Match:
     resp = normalise(response)
     refused = bool(_REFUSAL.search(resp))
     question_words = content_words(question)
@@ -665,10 +739,17 @@ def _decide_one(reference: str, response: str, *, question_type: str, question: 
     words = content_words(reference) - question_words or content_words(reference)
     off_by_one = question_type == "temporal-reasoning"
     matched = [any(_same(r, g, off_by_one=off_by_one) for g in got_values) for r in ref_values]
+    if not words and not ref_values:
+        # Nothing but letters or symbols ("C D E F G"): the reference as written, in order.
+        tokens = " ".join(_WORD.findall(normalise(reference)))
+        there = bool(tokens) and f" {tokens} " in f" {' '.join(_WORD.findall(resp))} "
+        return Match("yes" if there else "no", "the reference's sequence as written", float(there))
     cov = _coverage(words, matched, response)
     word_cov = _coverage(words, [], response) if words else 1.0
 
-    if refused and cov < 0.5:
+    if refused and _asserted_coverage(words, ref_values, response, off_by_one) < 0.5:
+        # What the response says outside its "there is no record of X" sentences: a
+        # reference named only where the response says it cannot find it is not given.
         return Match("no", "answerable question refused", cov, True)
     if ref_values and not all(matched):
         wrong = [
@@ -689,9 +770,9 @@ def _decide_one(reference: str, response: str, *, question_type: str, question: 
         if _list_part_missing(reference, response, question_words):
             return Match("no", "an item of the reference's list is missing", cov, refused)
         return Match(None, "reference partly there: needs reading", cov, refused)
-    revisions = list(_REVISION.finditer(resp))
-    if revisions:
-        tail = resp[revisions[-1].end() :]
+    revised = list(_REVISION.finditer(resp)) if revisions else []
+    if revised:
+        tail = resp[revised[-1].end() :]
         if _coverage(words, [any(_same(r, g, off_by_one=off_by_one) for g in quantities(tail))
                              for r in ref_values], tail) == 0.0:  # fmt: skip
             # Named, then revised away: the answer settled on is another one.
@@ -703,6 +784,20 @@ def _decide_one(reference: str, response: str, *, question_type: str, question: 
     if ref_values and any(_comparable(r, g) for r in ref_values for g in extra):
         return Match(None, "reference value beside other values of its kind", cov, refused)
     return Match("yes", "every reference value and word in the response", cov, refused)
+
+
+def _asserted_coverage(
+    words: set[str], ref_values: list[Quantity], response: str, off_by_one: bool
+) -> float:
+    """The reference's coverage by the sentences of `response` that refuse nothing."""
+    kept = " ".join(
+        s
+        for s in re.split(r"(?<=[.!?;\n])\s+|,?\s+\b(?:but|however|although|though)\b", response)
+        if s and not _REFUSAL.search(normalise(s))
+    )
+    got = quantities(kept)
+    matched = [any(_same(r, g, off_by_one=off_by_one) for g in got) for r in ref_values]
+    return _coverage(words, matched, kept)
 
 
 # A transcript or retrieved passage handed back as the answer: a speaker or date label.
@@ -723,7 +818,9 @@ def _list_part_missing(reference: str, response: str, question_words: set[str]) 
     the response while another is there: a partial answer, which the protocol calls a no."""
     if len(_WORD.findall(normalise(reference))) > 12:
         return False
-    parts = [p for p in re.split(r",|;|\band\b|&", normalise(reference)) if p.strip()]
+    parts = [
+        p for p in re.split(r",|;|\band\b(?!\s+a\s+half)|&", normalise(reference)) if p.strip()
+    ]
     if len(parts) < 2:
         return False
     have = _words_in(response)
@@ -739,7 +836,7 @@ def _list_part_missing(reference: str, response: str, question_words: set[str]) 
 
 
 def _comparable(ref: Quantity, got: Quantity) -> bool:
-    return ref.kind == got.kind or ref.kind == "number" and got.kind in ("time", "month")
+    return ref.kind == got.kind or ref.kind == "number" and got.unit is not None
 
 
 def _words_in(text: str) -> set[str]:

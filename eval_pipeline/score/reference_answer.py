@@ -37,6 +37,7 @@ _NOW = re.compile(
     re.IGNORECASE,
 )
 _BEFORE = re.compile(r"^\s*(?:previously|before|initially|originally|at\s+first|when\b)", re.I)
+_ALIAS = re.compile(r"\s*\((?P<alias>[^()]{2,40})\)\s*\.?\s*$")
 _TOTAL = re.compile(
     r"\b(?:so|which\s+makes|making|for)\s+(?:a\s+|the\s+)?total\s+(?:of\s+)?(?P<total>[^.,;]+)",
     re.IGNORECASE,
@@ -70,6 +71,9 @@ def accepted(reference: str, question: str = "") -> list[str]:
     if paren:
         main = (ref[: paren.start()] + ref[paren.end() :]).strip()
         return _unique([main, paren["alt"].strip()])
+    alias = _ALIAS.search(ref)
+    if alias:  # "University of California, Los Angeles (UCLA)": either name
+        return _unique([ref[: alias.start()].strip(), alias["alias"].strip(), ref])
     total = _TOTAL.search(ref)
     if total and _NUMBER.search(total["total"]):
         return [total["total"].strip()]
@@ -78,9 +82,12 @@ def accepted(reference: str, question: str = "") -> list[str]:
         now = _NOW.search(ref)
         if now:
             return [now["now"].strip()]
-    if rest and _COUNT_QUESTION.match(question) and _NUMBER.search(first):
-        # "I attended three weddings. The couples were ...": the count is the answer.
-        return [first.strip()]
+    if _COUNT_QUESTION.match(question):
+        # "I attended three weddings. The couples were ...", "I visited three doctors: a ...":
+        # the count is the answer, the rest what it is made of.
+        head = re.split(r"(?<=[a-z0-9)])[.:]\s+", ref, maxsplit=1)
+        if len(head) == 2 and _NUMBER.search(head[0]):
+            return [head[0].strip()]
     return [ref]
 
 
