@@ -519,7 +519,9 @@ def decide(
         # The response concludes: its conclusion decides, unless it says nothing of the
         # reference (a closing remark on something else), when the whole response is read.
         concluded = _best(alternatives, final.text, question_type, question)
-        if concluded.verdict is not None and concluded.rule not in _NON_COMMITTAL:
+        # A conclusion that names nothing of the reference may be a remark on something else.
+        committal = concluded.rule not in _NON_COMMITTAL
+        if concluded.verdict is not None and committal:
             return concluded
     return _best(alternatives, response, question_type, question)
 
@@ -607,6 +609,8 @@ def _option_verdict(reference: str, text: str, question: str) -> Match | None:
 def _chosen_option(text: str, opt_words: list[set[str]], asks_later: bool) -> int | None:
     """Which option the response's last sentence naming one puts first (or last)."""
     for sentence in reversed(re.split(r"(?<=[.!?\n])\s+", text)):
+        if _REFUSAL.search(sentence):
+            continue  # "I cannot tell whether A came before B" chooses nothing
         places = [_first_place(sentence, w) for w in opt_words]
         named = [i for i, p in enumerate(places) if p is not None]
         if not named:
@@ -617,7 +621,7 @@ def _chosen_option(text: str, opt_words: list[set[str]], asks_later: bool) -> in
                 return i if not asks_later else 1 - i
             if _LATER.search(sentence) and not _EARLIER.search(sentence):
                 return i if asks_later else 1 - i
-            return None
+            continue
         first = 0 if places[0] < places[1] else 1  # type: ignore[operator]
         between = sentence[min(places) : max(places)]  # type: ignore[type-var]
         if _BEFORE_WORDS.search(between):
@@ -625,7 +629,7 @@ def _chosen_option(text: str, opt_words: list[set[str]], asks_later: bool) -> in
         elif _AFTER_WORDS.search(between):
             earlier = 1 - first
         else:
-            return None
+            continue
         return (1 - earlier) if asks_later else earlier
     return None
 
@@ -661,7 +665,7 @@ def _order_verdict(reference: str, text: str, question: str) -> Match | None:
     """A question about the order of events: the reference's items must appear in the
     response's conclusion in the same order. None when the reference is not a list of three or
     more items, or an item cannot be found (the other rules read it)."""
-    if not _ORDER_QUESTION.search(question):
+    if not _ORDER_QUESTION.search(question) or _REFUSAL.search(normalise(text)):
         return None
     head = re.split(r":\s+", reference, maxsplit=1)
     body = head[1] if len(head) == 2 else reference
