@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from eval_pipeline.score.final_answer import SHORT_WORDS, final_answer
@@ -67,7 +67,30 @@ _UNITS = {
     "litre": ("volume", 1.0),
     "liter": ("volume", 1.0),
     "gallon": ("volume", 3.785),
+    "ml": ("volume", 0.001),
+    "millilitre": ("volume", 0.001),
+    "milliliter": ("volume", 0.001),
+    "cl": ("volume", 0.01),
+    "cm": ("length", 0.01),
+    "centimetre": ("length", 0.01),
+    "centimeter": ("length", 0.01),
+    "mm": ("length", 0.001),
+    "millimetre": ("length", 0.001),
+    "millimeter": ("length", 0.001),
+    "inch": ("length", 0.0254),
+    "foot": ("length", 0.3048),
+    "feet": ("length", 0.3048),
+    "ft": ("length", 0.3048),
+    "yard": ("length", 0.9144),
+    "mg": ("mass", 0.001),
+    "oz": ("mass", 28.3495),
+    "ounce": ("mass", 28.3495),
+    # Temperatures in degrees Celsius (`normalise` turns °F into °C): 24 °F is not 24 °C.
+    "celsius": ("temperature", 1.0),
+    # Money by currency: no rate converts one into another, so "€1,200" is not "$1,200".
+    **{code: (f"money:{code}", 1.0) for code in ("usd", "eur", "gbp", "jpy")},
 }
+_CURRENCY_SIGNS = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy"}
 # The counts the temporal rule forgives off by one (judges.TYPE_RULES["temporal-reasoning"]).
 _OFF_BY_ONE_UNITS = {"day", "week", "month"}
 
@@ -182,9 +205,10 @@ _CORRECTION = re.compile(
 )
 # A revision: what follows it is the answer the response settles on.
 _REVISION = re.compile(
-    r"\b(?:actually|instead|in\s+the\s+end|ended\s+up|eventually|finally|turned\s+out|"
-    r"in\s+fact|correction|correct(?:ed|ing)\s+(?:that|myself)|scratch\s+that|wait|"
-    r"rather|but\s+no\b|but\s+the\s+(?:real|right|correct|one)|the\s+real)",
+    r"\b(?:actually|in\s+the\s+end|ended\s+up|in\s+fact|correction\s*[:,]|"
+    r"correct(?:ed|ing)\s+(?:that|myself)|scratch\s+that|wait\b|i\s+mean\b|i\s+misspoke|"
+    r"but\s+no\b|but\s+the\s+(?:real|right|correct)|the\s+real|went\s+with|settled\s+on|"
+    r"decided\s+on)",
     re.IGNORECASE,
 )
 # A negation, except the hedges that leave the answer standing ("not sure", "not 100%").
@@ -203,6 +227,8 @@ class Quantity:
     kind: str  # "number" | "time" | "month" | "date" | "clock"
     value: float | tuple[int | None, int, int]
     unit: str | None = None  # the unit as written (singular), for the off-by-one rule
+    # Where it was read in the normalised text (`normalise`); not part of the value.
+    span: tuple[int, int] = field(default=(0, 0), compare=False)
 
 
 @dataclass(frozen=True)
@@ -238,7 +264,6 @@ def normalise(text: str) -> str:
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 1,200 -> 1200
     for pattern, word in _FREQUENCIES:  # "every week" and "weekly" say the same
         text = pattern.sub(word, text)
-    text = re.sub(r"[$€£]\s*(?=\d)", "", text)
     text = re.sub(r"\b(\d+)-([a-z])\b", r"\1\2", text)  # 14-B -> 14b
     text = re.sub(r"\b(\d+(?:\.\d+)?)\s*k\b", lambda m: _scaled(m[1], 1000), text)
     text = re.sub(
@@ -246,8 +271,19 @@ def normalise(text: str) -> str:
         lambda m: _scaled(m[1], 1000 if m[2] == "thousand" else 1_000_000),
         text,
     )
-    text = re.sub(r"\b(\d+)\s+(?:dollars?|euros?|pounds?)\s+and\s+(\d{1,2})\s+cents?\b",
-                  lambda m: f"{m[1]}.{int(m[2]):02d}", text)  # fmt: skip
+    text = re.sub(r"\b(\d+)\s+(dollars?|euros?)\s+and\s+(\d{1,2})\s+cents?\b",
+                  lambda m: f"{m[1]}.{int(m[3]):02d} {m[2]}", text)  # fmt: skip
+    # A currency as a unit after the amount: "$1200" and "1200 dollars" are "1200 usd".
+    text = re.sub(r"([$€£¥])\s*(\d+(?:\.\d+)?)", lambda m: f"{m[2]} {_CURRENCY_SIGNS[m[1]]}",
+                  text)  # fmt: skip
+    text = re.sub(r"\b(\d+(?:\.\d+)?)\s*(?:us\s+)?(?:dollars?|bucks)\b", r"\1 usd", text)
+    text = re.sub(r"\b(\d+(?:\.\d+)?)\s*euros?\b", r"\1 eur", text)
+    text = re.sub(r"\b(\d+(?:\.\d+)?)\s*(?:usd|eur|gbp|jpy)\b", lambda m: m[0], text)
+    # Temperatures in Celsius: "24 °F" is -4.4 °C, not 24 °C.
+    text = re.sub(r"(-?\d+(?:\.\d+)?)\s*(?:°|º|degrees?)\s*(?:f\b|fahrenheit)",
+                  lambda m: f"{_celsius(float(m[1])):.1f} celsius", text)  # fmt: skip
+    text = re.sub(r"(-?\d+(?:\.\d+)?)\s*(?:°|º|degrees?)\s*(?:c\b|celsius|centigrade)",
+                  r"\1 celsius", text)  # fmt: skip
     text = re.sub(r"\b(quarter|half)\s+(past|to)\s+([a-z]+|\d{1,2})\b", _clock_words, text)
     text = re.sub(r"\bnoon\b|\bmidday\b", "12:00", text)
     text = re.sub(r"\bmidnight\b", "0:00", text)
@@ -257,6 +293,10 @@ def normalise(text: str) -> str:
     text = re.sub(r"\b(\d{1,2}(?::\d{2})?)\s+in\s+the\s+morning\b", r"\1 am", text)
     text = re.sub(r"\b(\d{1,2}(?::\d{2})?)\s+in\s+the\s+(?:afternoon|evening)\b", r"\1 pm", text)
     return text
+
+
+def _celsius(fahrenheit: float) -> float:
+    return (fahrenheit - 32) * 5 / 9
 
 
 def _clock_words(m: re.Match) -> str:
@@ -312,8 +352,11 @@ def _word_number(words: list[str], i: int) -> tuple[float, int] | None:
 
 
 def _unit_of(word: str) -> str | None:
-    w = word[:-1] if word.endswith("s") else word
-    return w if w in _UNITS else None
+    for w in (word, word[:-1] if word.endswith("s") else "", word[:-2] if word.endswith("es")
+              else ""):  # fmt: skip
+        if w in _UNITS:
+            return w
+    return None
 
 
 def quantities(text: str) -> list[Quantity]:
@@ -326,7 +369,7 @@ def quantities(text: str) -> list[Quantity]:
         return all(b <= x or a >= y for x, y in taken)
 
     def add(q: Quantity, span: tuple[int, int]) -> None:
-        out.append(q)
+        out.append(replace(q, span=span))
         taken.append(span)
 
     month = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"  # noqa: E501
@@ -361,7 +404,7 @@ def quantities(text: str) -> list[Quantity]:
     # Numbers (digits, words, ordinals) and the unit that follows them.
     tokens = [
         (m.group(), m.start(), m.end())
-        for m in re.finditer(r"[a-z]+(?:-[a-z]+)?|\d+(?:\.\d+)?(?:st|nd|rd|th)?", t)
+        for m in re.finditer(r"[a-z]+(?:-[a-z]+)?|(?<![\w.])-?\d+(?:\.\d+)?(?:st|nd|rd|th)?", t)
     ]  # noqa: E501
     words = [w for w, _, _ in tokens]
     i = 0
@@ -369,7 +412,7 @@ def quantities(text: str) -> list[Quantity]:
         w, a, _ = tokens[i]
         value: float | None = None
         used = 1
-        digits = re.fullmatch(r"(\d+(?:\.\d+)?)(?:st|nd|rd|th)?", w)
+        digits = re.fullmatch(r"(-?\d+(?:\.\d+)?)(?:st|nd|rd|th)?", w)
         if digits:
             value = float(digits[1])
         elif w in _ORDINALS:  # "the third": a number, never a duration ("second week")
@@ -419,22 +462,43 @@ def quantities(text: str) -> list[Quantity]:
             continue
         add(Quantity("number", value), (a, end))
         i += used
+    return _compound(out, t)
+
+
+def _compound(found: list[Quantity], text: str) -> list[Quantity]:
+    """ "3 weeks and 1 day", "1 hour 20 minutes": one duration (or length, mass), not two."""
+    out: list[Quantity] = []
+    for q in sorted(found, key=lambda q: q.span):
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.unit is not None
+            and q.unit is not None
+            and q.kind == last.kind
+            and q.kind in ("time", "month", "length", "mass", "volume")
+            and _UNITS[q.unit][1] < _UNITS[last.unit][1]
+            and re.fullmatch(r"\s*(?:,|and|,\s*and)?\s*", text[last.span[1] : q.span[0]])
+        ):
+            merged = float(last.value) + float(q.value)  # type: ignore[arg-type]
+            out[-1] = replace(last, value=merged, span=(last.span[0], q.span[1]))
+            continue
+        out.append(q)
     return out
 
 
 def _same(ref: Quantity, got: Quantity, *, off_by_one: bool) -> bool:
     if ref.kind != got.kind:
-        # A bare number in the reference ("3") matches a count of anything in the response.
-        return (
-            ref.kind == "number"
-            and got.unit is not None
-            and abs(_count(got) - float(ref.value)) < 1e-6  # type: ignore[arg-type]
+        # A bare number on either side ("3" and "3 weeks") matches the count of the other.
+        bare = (ref.kind == "number" and got.unit is not None) or (
+            got.kind == "number" and ref.unit is not None
         )
+        return bare and abs(_count(got) - _count(ref)) < 1e-6
     if ref.kind == "date":
         ry, rm, rd = ref.value  # type: ignore[misc]
         gy, gm, gd = got.value  # type: ignore[misc]
         return (rm, rd) == (gm, gd) and (ry is None or gy is None or ry == gy)
-    if abs(float(ref.value) - float(got.value)) < 1e-9:  # type: ignore[arg-type]
+    a, b = float(ref.value), float(got.value)  # type: ignore[arg-type]
+    if abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b)):
         return True
     if off_by_one and ref.unit in _OFF_BY_ONE_UNITS:
         scale = _UNITS[ref.unit][1]
@@ -775,12 +839,16 @@ def _decide_one(
             return Match("no", "an item of the reference's list is missing", cov, refused)
         return Match(None, "reference partly there: needs reading", cov, refused)
     revised = list(_REVISION.finditer(resp)) if revisions else []
+    last_ref = _ref_span(resp, words, ref_values, off_by_one)
+    revised = [r for r in revised if last_ref is not None and r.start() >= last_ref[1]]
     if revised:
         tail = resp[revised[-1].end() :]
-        if _coverage(words, [any(_same(r, g, off_by_one=off_by_one) for g in quantities(tail))
-                             for r in ref_values], tail) == 0.0:  # fmt: skip
+        if len(content_words(tail)) + len(quantities(tail)) >= 1:
             # Named, then revised away: the answer settled on is another one.
             return Match("no", "reference set aside by a revision", cov, refused)
+    uncommitted = _uncommitted(reference, response, words, ref_values, off_by_one, refused)
+    if uncommitted is not None:
+        return Match("no", uncommitted, cov, refused)
     if _CORRECTION.search(resp) or _negated(resp, words, ref_values):
         return Match(None, "reference there beside a correction or negation", cov, refused)
     extra = [g for g in got_values if not any(_same(r, g, off_by_one=off_by_one)
@@ -788,6 +856,138 @@ def _decide_one(
     if ref_values and any(_comparable(r, g) for r in ref_values for g in extra):
         return Match(None, "reference value beside other values of its kind", cov, refused)
     return Match("yes", "every reference value and word in the response", cov, refused)
+
+
+# Clause boundaries for reading what a response commits to.
+_CLAUSE = re.compile(r"(?<=[.!?;:\n])\s+|\s+[-–—]\s+")
+_CANDIDATES = re.compile(r"\b(?:or|either|between|whether|one\s+of|somewhere|options?)\b")
+_NEXT_TO_OR = re.compile(r"(?:\bor|\beither|\bbetween|,)\s*(?:the\s+|a\s+|an\s+|my\s+|your\s+)?$")
+_OR_NEXT = re.compile(r"^\s*(?:,|\bor\b|\band\b)")
+_NAME_CONTEXT = frozenset(
+    {"the", "a", "an", "my", "your", "his", "her", "their", "our", "at", "in", "on", "to",
+     "from", "with", "by", "for", "of", "and", "or", "it", "is", "was", "i", "you", "named",
+     "called", "yes", "no", "so", "but", "mr", "mrs", "ms", "dr"}
+)  # fmt: skip
+
+
+def _uncommitted(
+    reference: str,
+    response: str,
+    words: set[str],
+    ref_values: list[Quantity],
+    off_by_one: bool,
+    refused: bool,
+) -> str | None:
+    """Why a response that contains the reference does not commit to it (None: it does):
+    the reference is one of several candidates ("Max, Bella or Rocky"; "8 to 9 am"), only
+    part of another name ("New York" for York), only ever negated ("it wasn't Target"), or a
+    guess after a refusal ("You never told me. It might be Luna")."""
+    resp = normalise(response)
+    clauses = [c for c in _CLAUSE.split(resp) if c.strip()]
+    holding = [c for c in clauses if _holds(c, words, ref_values, off_by_one)]
+    if not holding:
+        return None
+    if all(_among_candidates(c, words, ref_values, off_by_one) for c in holding):
+        return "the reference among other candidates, none chosen"
+    if _inside_other_name(reference, response):
+        return "the reference only as part of another name"
+    if all(_denied(c, words, ref_values) for c in holding):
+        return "the reference only in a negation"
+    if refused and all(_GUESS.match(c) for c in holding):
+        return "a refusal, then a guess"
+    return None
+
+
+def _holds(clause: str, words: set[str], values: list[Quantity], off_by_one: bool) -> bool:
+    got = quantities(clause)
+    matched = [any(_same(r, g, off_by_one=off_by_one) for g in got) for r in values]
+    return _coverage(words, matched, clause) >= 0.5 or (bool(values) and all(matched))
+
+
+def _ref_span(
+    clause: str, words: set[str], values: list[Quantity] = (), off_by_one: bool = False
+) -> tuple[int, int] | None:
+    """From the first to the last place the reference is named in `clause` (its words, as
+    prefixes of the clause's words, and its values)."""
+    spots = [m.span() for w in words for m in re.finditer(rf"\b{re.escape(w)}\w*", clause)]
+    spots += [q.span for q in quantities(clause) if any(_same(r, q, off_by_one=off_by_one)
+                                                       for r in values)]  # fmt: skip
+    if not spots:
+        return None
+    return min(a for a, _ in spots), max(b for _, b in spots)
+
+
+def _among_candidates(
+    clause: str, words: set[str], values: list[Quantity], off_by_one: bool
+) -> bool:
+    """The clause offers the reference as one of several possibilities."""
+    if not _CANDIDATES.search(clause) and not re.search(
+        r"\d(?:\s*[ap]m)?\s*(?:-|–|to)\s*\d", clause
+    ):
+        return False
+    if values:
+        got = sorted(quantities(clause), key=lambda q: q.span)
+        for a, b in zip(got, got[1:]):
+            ours = [any(_same(r, q, off_by_one=off_by_one) for r in values) for q in (a, b)]
+            if ours[0] == ours[1] or not any(_comparable(r, q) for r in values for q in (a, b)):
+                continue
+            gap, before = clause[a.span[1] : b.span[0]], clause[max(0, a.span[0] - 12) : a.span[0]]
+            joined = re.fullmatch(r"\s*(?:[ap]m\s*)?(?:,|or|to|-|–)\s*(?:maybe\s+)?", gap) or (
+                re.fullmatch(r"\s*(?:[ap]m\s*)?and\s*", gap) and re.search(r"between\s*$", before)
+            )
+            # "from 3 to 4 a week" is a change, "3.1 weeks (or about 3)" the same value twice.
+            if joined and not re.search(r"\bfrom\s*$", before) and not _near(a, b):
+                return True
+        return False
+    span = _ref_span(clause, words)
+    if span is None or len(words) > 4:
+        return False
+    before, after = clause[max(0, span[0] - 30) : span[0]], clause[span[1] : span[1] + 15]
+    return bool(_NEXT_TO_OR.search(before) or (_OR_NEXT.match(after) and _CANDIDATES.search(
+        clause[span[1] :])))  # fmt: skip
+
+
+def _near(a: Quantity, b: Quantity) -> bool:
+    """Two readings of about the same value (within 15 %): a restatement, not a choice."""
+    if a.kind == "date" or b.kind == "date":
+        return False
+    x, y = _count(a), _count(b)
+    return abs(x - y) <= 0.15 * max(abs(x), abs(y), 1e-9)
+
+
+def _inside_other_name(reference: str, response: str) -> bool:
+    """A short capitalised reference ("York", "Max") that the response only ever writes as
+    part of a longer capitalised name ("New York", "Max Power")."""
+    ref = reference.strip().strip(".")
+    if not re.fullmatch(r"[A-Z][\w'’-]*", ref):
+        return False  # one capitalised word: a longer reference names itself
+    found = list(re.finditer(rf"(?<![\w'’-]){re.escape(ref)}(?![\w'’-])", response))
+    if not found:
+        return False
+    for m in found:
+        before = re.search(r"([A-Za-z][\w'’-]*)\s+$", response[: m.start()])
+        after = re.match(r"\s+([A-Za-z][\w'’-]*)", response[m.end() :])
+        sentence_start = re.search(r"(?:^|[.!?:\n\"(])\s*$", response[: m.start()]) is not None
+        joined = (
+            before is not None and before[1][0].isupper() and not sentence_start
+            and before[1].lower() not in _NAME_CONTEXT
+        ) or (after is not None and after[1][0].isupper() and after[1].lower() not in _NAME_CONTEXT)
+        if not joined:
+            return False
+    return True
+
+
+def _denied(clause: str, words: set[str], values: list[Quantity]) -> bool:
+    """A negation before the reference in the clause, with no "but"/"instead" turning it."""
+    span = _ref_span(clause, words, values)
+    if span is None:
+        return False
+    start = span[0]
+    head = clause[:start].rsplit(",", 1)[-1]  # "it wasn't Target, it was Walmart"
+    neg = list(_NEGATION.finditer(head))
+    if not neg:
+        return False
+    return not re.search(r"\b(?:but|instead|rather|now|only)\b", head[neg[-1].end() :])
 
 
 def _asserted_coverage(
@@ -840,6 +1040,8 @@ def _list_part_missing(reference: str, response: str, question_words: set[str]) 
 
 
 def _comparable(ref: Quantity, got: Quantity) -> bool:
+    if ref.kind.startswith("money:") and got.kind.startswith("money:"):
+        return True  # another currency is another amount, not another kind of thing
     return ref.kind == got.kind or ref.kind == "number" and got.unit is not None
 
 
