@@ -127,7 +127,6 @@ UNKNOWN = "unknown"  # what a missing tier, question type, abstention or hard ca
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _GOLDEN = re.compile(r"^t2-[a-z0-9]+(-[a-z0-9]+)*-q[0-9]+(_abs)?$")
 
-HardCase = Literal[tuple(HARD_CASES)]  # type: ignore[valid-type]
 ProbeKind = Literal[tuple(PROBES)]  # type: ignore[valid-type]
 Order = Literal["reference_first", "response_first"]
 
@@ -161,12 +160,14 @@ class LabelItem(BaseModel):
     response: str
     label: Literal["yes", "no"]
     why: str | None = None
-    hard_case: HardCase | None = None
+    # One of HARD_CASES, whose rules apply, or a tag of the file's own: kept and counted.
+    hard_case: str | None = None
     golden: str | None = None
     invariant_label: Literal["yes", "no"] | None = None
     invariant_why: str | None = None
 
-    _nonblank = field_validator("id", "question", "reference", "response", "why")(_nonblank)
+    # An empty response is an answer too (the judge says no to it), never a format error.
+    _nonblank = field_validator("id", "question", "reference", "why")(_nonblank)
 
     @model_validator(mode="before")
     @classmethod
@@ -348,10 +349,14 @@ def item_issues(item: LabelItem) -> list[tuple[str, str]]:
     skipped."""
     out = _common_issues(item)
     case, abstention, qtype = item.hard_case, item.abstention, item.question_type
+    if case is not None and case not in HARD_CASES:
+        case = None  # a tag of the file's own: counted (unknown_tags), no rule of ours applies
     if case is not None:
         forced, _ = HARD_CASES[case]
         if forced is not None and item.label != forced:
             out.append(("label", f"hard case {case!r} is always {forced!r}, got {item.label!r}"))
+    if item.hard_case is not None and not item.hard_case.strip():
+        out.append(("hard_case", "must not be empty"))
     if case is not None and abstention is not None:
         if case in ABSTENTION_CASES and not abstention:
             out.append(("abstention", f"hard case {case!r} needs abstention: true"))
@@ -521,15 +526,25 @@ def load_probes(path: str | Path | None = None) -> ProbeSet:
 # use
 
 
+def unknown_tags(items: Iterable[LabelItem]) -> dict[str, int]:
+    """The hard-case tags a file uses that this project does not define, with their counts."""
+    return dict(
+        sorted(Counter(i.hard_case for i in items if i.hard_case and i.hard_case not in
+                       HARD_CASES).items())  # fmt: skip
+    )
+
+
 def composition(items: Iterable[LabelItem]) -> dict[str, Any]:
     """Counts by tier, question type, abstention, hard case and label (sorted keys); a
-    field an item leaves out counts as "unknown"."""
+    field an item leaves out counts as "unknown"; tags of the file's own are counted under
+    their names and listed apart (`unknown_tags`)."""
     items = list(items)
 
     def count(key) -> dict[str, int]:
         return dict(sorted(Counter(key(i) for i in items).items()))
 
     return {
+        "unknown_tags": unknown_tags(items),
         "items": len(items),
         "by_tier": count(lambda i: i.tier_key),
         "by_question_type": count(lambda i: i.question_type_key),

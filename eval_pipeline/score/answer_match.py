@@ -250,7 +250,7 @@ _FREQUENCIES = [
     (re.compile(r"\b(?:every\s+other|every\s+(?:two|2)|once\s+every\s+(?:two|2)|bi-?)\s*"
                 r"weeks?\b|\bbi-?weekly\b|\bfortnightly\b"), "biweekly"),
     *(
-        (re.compile(rf"\b(?:every|each|once\s+a|once\s+per|once\s+an?|per|a)\s+{unit}\b"), adverb)
+        (re.compile(rf"\b(?:every|each|once\s+an?|once\s+per|per)\s+{unit}\b"), adverb)
         for unit, adverb in (("week", "weekly"), ("day", "daily"), ("month", "monthly"),
                              ("year", "yearly"))
     ),
@@ -262,6 +262,8 @@ def normalise(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).lower()
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u2013", "-")
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 1,200 -> 1200
+    text = re.sub(r"\bbaker'?s\s+dozen\b", "13", text)
+    text = re.sub(r"\bhalf\s+a\s+dozen\b", "6", text)
     for pattern, word in _FREQUENCIES:  # "every week" and "weekly" say the same
         text = pattern.sub(word, text)
     text = re.sub(r"\b(\d+)-([a-z])\b", r"\1\2", text)  # 14-B -> 14b
@@ -574,6 +576,8 @@ def decide(
     if polar is not None:
         return polar
     chosen = _option_verdict(reference, final.text, question)
+    if (chosen is None or chosen.verdict is None) and final.how != "whole":
+        chosen = _option_verdict(reference, response, question) or chosen
     if chosen is not None:
         return chosen
     ordered = _order_verdict(reference, final.text, question)
@@ -631,8 +635,14 @@ def _polarity_verdict(reference: str, final: str, response: str) -> Match | None
 
 # "Which did I do first, A or B?": the options the question offers (a response restates both).
 _OPTIONS = re.compile(
-    r"(?:,|:|\bbetween)\s*(?:the\s+|my\s+|a\s+)?(?P<a>[^,?]{2,80}?)\s*,?\s+(?:or|and)\s+"
+    r"[,:]\s*(?:the\s+|my\s+|a\s+)?(?P<a>[^,?]{2,80}?)\s*,?\s+or\s+"
     r"(?:the\s+|my\s+|a\s+)?(?P<b>[^,?]{2,80}?)\s*\??\s*$",
+    re.IGNORECASE,
+)
+# "Did I go with the blue sofa or the green one in the end?": two noun phrases around "or".
+_NOUN_OPTIONS = re.compile(
+    r"\b(?:the|a|an|my|your)\s+(?P<a>[\w'&+ -]{1,40}?)\s+or\s+(?:the|a|an|my|your)\s+"
+    r"(?P<b>[\w'&+ -]{1,40}?)\s*\?\s*$",
     re.IGNORECASE,
 )
 _EARLIER = re.compile(r"\b(?:first|earlier|before|sooner|initially|older|earliest)\b", re.I)
@@ -644,40 +654,84 @@ _BEFORE_WORDS = re.compile(
     r"sooner)\b",
     re.I,
 )
-_AFTER_WORDS = re.compile(r"\b(?:after|later\s+than|following|later)\b", re.I)
+_AFTER_WORDS = re.compile(
+    r"\b(?:after|later\s+than|following|later|more\s+recent(?:ly)?\s+than|newer\s+than)\b",
+    re.I,
+)
+
+
+def _question_options(question: str) -> list[set[str]] | None:
+    """The two options an either/or question offers, as content words ("..., the Ferrari
+    model or the Japanese Zero?", "Did I go with the blue sofa or the green one?")."""
+    q = question.strip()
+    found = _OPTIONS.search(q)
+    if found is not None:
+        opts = [content_words(found["a"]), content_words(found["b"])]
+    else:
+        found = _NOUN_OPTIONS.search(_QUALIFIER.sub("", q.rstrip(" ?")) + "?")
+        if found is None:
+            return None
+        opts = [content_words(found["a"]), content_words(found["b"])]
+    # Each option by its own words: "the charity gala or the charity bake sale".
+    opts = [opts[0] - opts[1], opts[1] - opts[0]]
+    if not all(opts):
+        return None
+    return opts
+
+
+# What trails the second option of an either/or question ("... or B in the end?").
+_QUALIFIER = re.compile(
+    r"\s+(?:in\s+the\s+end|now|first|these\s+days|currently|anymore|at\s+the\s+moment|"
+    r"for\s+.*|on\s+.*|last\s+.*|this\s+.*)$",
+    re.IGNORECASE,
+)
 
 
 def _option_verdict(reference: str, text: str, question: str) -> Match | None:
-    """An either/or question ("Which came first, A or B?"): which option the response puts
-    where the question asks, compared with the option the reference names. None when the
-    question offers no two options, the reference is neither, or the response's choice cannot
-    be read."""
-    found = _OPTIONS.search(question.strip())
-    if found is None:
+    """An either/or question ("Which came first, A or B?", "Did I go with A or B?"): the
+    option the response chooses, compared with the one the reference names; a response that
+    names both and chooses neither has not answered. None when the question offers no two
+    options or the reference is neither."""
+    opt_words = _question_options(question)
+    if opt_words is None:
         return None
-    options = [found["a"], found["b"]]
     ref_words = content_words(reference)
-    opt_words = [content_words(o) for o in options]
     own = [len(ref_words & w) / max(1, len(w)) for w in opt_words]
     if max(own) < 0.5 or own[0] == own[1]:
         return None
     wanted = 0 if own[0] > own[1] else 1
+    temporal = bool(_EARLIER.search(question) or _LATER.search(question))
     asks_later = bool(_LATER.search(question)) and not _EARLIER.search(question)
-    chosen = _chosen_option(normalise(text), opt_words, asks_later)
+    resp = normalise(text)
+    chosen = _chosen_option(resp, opt_words, asks_later, temporal)
     if chosen is None:
+        named = [any(_first_place(c, w) is not None for c in _CLAUSE.split(resp)
+                     if not _REFUSAL.search(c)) for w in opt_words]  # fmt: skip
+        if all(named):
+            return Match(None, "either/or: both options named, none chosen", 0.5)
         return None
     ok = chosen == wanted
     return Match("yes" if ok else "no", "either/or: the option the response chose", float(ok))
 
 
-def _chosen_option(text: str, opt_words: list[set[str]], asks_later: bool) -> int | None:
-    """Which option the response's last sentence naming one puts first (or last)."""
+def _chosen_option(
+    text: str, opt_words: list[set[str]], asks_later: bool, temporal: bool = True
+) -> int | None:
+    """Which option the response chooses: for a question of time, the one its last sentence
+    naming them puts first (or last); otherwise the one its last sentence naming exactly one
+    asserts (not denied)."""
     for sentence in reversed(re.split(r"(?<=[.!?\n])\s+", text)):
         if _REFUSAL.search(sentence):
             continue  # "I cannot tell whether A came before B" chooses nothing
         places = [_first_place(sentence, w) for w in opt_words]
         named = [i for i, p in enumerate(places) if p is not None]
         if not named:
+            continue
+        if not temporal:
+            if len(named) == 1 and not _denied(sentence, opt_words[named[0]], []):
+                return named[0]
+            if len(named) == 2:
+                return None
             continue
         if len(named) == 1:
             i = named[0]
@@ -698,15 +752,18 @@ def _chosen_option(text: str, opt_words: list[set[str]], asks_later: bool) -> in
     return None
 
 
+def _word_places(text: str, word: str) -> list[tuple[int, int]]:
+    """Where `word` (a content word, stemmed) occurs in `text` as a word of its own."""
+    return [
+        m.span() for m in _WORD.finditer(text) if _found(word, {_stem(m.group().split("'")[0])})
+    ]
+
+
 def _first_place(sentence: str, words: set[str]) -> int | None:
     """Where in `sentence` most of an option's content words first appear together."""
     if not words:
         return None
-    spots = []
-    for w in words:
-        m = re.search(rf"\b{re.escape(w)}", sentence)
-        if m:
-            spots.append(m.start())
+    spots = [p[0][0] for w in words if (p := _word_places(sentence, w))]
     return min(spots) if len(spots) * 2 >= len(words) else None
 
 
@@ -909,7 +966,7 @@ def _ref_span(
 ) -> tuple[int, int] | None:
     """From the first to the last place the reference is named in `clause` (its words, as
     prefixes of the clause's words, and its values)."""
-    spots = [m.span() for w in words for m in re.finditer(rf"\b{re.escape(w)}\w*", clause)]
+    spots = [span for w in words for span in _word_places(clause, w)]
     spots += [q.span for q in quantities(clause) if any(_same(r, q, off_by_one=off_by_one)
                                                        for r in values)]  # fmt: skip
     if not spots:

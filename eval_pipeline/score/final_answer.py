@@ -9,8 +9,8 @@ reference anywhere in it reads the candidates the reasoning weighed as if they w
 1. after the last explicit answer marker ("Final Answer:", "Answer:", "the answer is");
 2. else, in a long response, from the last sentence that opens with a conclusion word
    ("Therefore", "So", "That means", "In conclusion", "Overall", ...) to the end;
-3. else, in a long response, the last sentence that restates the question ("You see Dr.
-   Smith every week."), a condition ("If you sold it, ...") aside;
+3. else, in a long response, its last sentence when it restates the question ("You see Dr.
+   Smith every week."), unless it is a condition ("If you sold it, ...");
 4. else the whole response (`how` says which: "marker", "conclusion", "restatement",
    "whole").
 
@@ -110,18 +110,17 @@ def final_answer(response: str, question: str = "") -> FinalAnswer:
 
 
 def _restatement(body: str, question: str) -> str | None:
-    """The last sentence that restates the question (an answer sentence: "You see Dr. Smith
-    every week."), unless it is a condition ("If you sold it, ...")."""
+    """The response's last sentence when it restates the question (the answer sentence a
+    reply that explains first ends with: "You see Dr. Smith every week."); a condition ("If
+    you sold it, ...") or a line of evidence is not one."""
     wanted = _question_words(question)
     if len(wanted) < 2:
         return None
-    for sentence in reversed(sentences(body)):
-        if _CONDITION.match(sentence) or sentence.endswith(":") or _BULLET.match(sentence):
-            continue  # a condition, a heading or a line of evidence: not the answer
-        have = {_root(w) for w in _WORDS.findall(sentence.lower())}
-        if len(wanted & have) >= max(2, (len(wanted) + 1) // 2):
-            return sentence
-    return None
+    last = sentences(body)[-1] if sentences(body) else ""
+    if not last or _CONDITION.match(last) or last.endswith(":") or _BULLET.match(last):
+        return None
+    have = {_root(w) for w in _WORDS.findall(last.lower())}
+    return last if len(wanted & have) >= max(2, (len(wanted) + 1) // 2) else None
 
 
 _WORDS = re.compile(r"[a-z0-9]+")
