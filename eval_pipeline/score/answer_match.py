@@ -150,7 +150,11 @@ _REFUSAL = re.compile(
     rf"|(?:isn't|is\s+not|aren't|are\s+not|wasn't|was\s+not|weren't|were\s+not)\s+(?:a|any)\s+{_GAP}"
     r"|(?:not|n't)\s+(?:\w+ly\s+)?(?:available|specified|mentioned|stated|recorded|given|"
     r"provided|documented|included|clear\s+from)\b"
-    r"|no\s+way\s+to\s+(?:know|tell)"
+    r"|no\s+way\s+(?:for\s+me\s+)?to\s+(?:know|tell|work\s+out|calculate|determine|say|figure)"
+    r"|but\s+not\s+(?:what|which|who|whom|when|where|how|whether|the\s+\w+\s+(?:itself|of))\b"
+    r"|(?:not|never)\s+(?:sure|certain|confident)\s+(?:which|what|who|when|where|whether|how)\b"
+    r"|(?:can't|cannot|can\s+not|couldn't)\s+(?:\w+\s+)?(?:say|tell)\s+(?:for\s+(?:sure|"
+    r"certain)|which|exactly)"
     r"|can\s+only\s+(?:confirm|find|see|tell|say|speak|account)"
     r"|(?:never|not|wasn't|isn't|haven't|hasn't|didn't)\s+(?:been\s+)?"
     r"(?:mentioned|mention|told|said|shared|discussed|specified|stated|provided|recorded|"
@@ -189,8 +193,8 @@ _GUESS = re.compile(
     r"(?!\s*if\b)(?![^.?!]*\b(?:thinking\s+of|referring\s+to|related|confus))[^.?!]*\b(?:(?:it|that|this|the\s+\w+|they|you)\s+(?:might|may|could|would)"
     r"\s+(?:have\s+been|be)|(?:it|that|this|you)(?:'s|\s+(?:is|was))\s+(?:probably|likely|"
     r"perhaps|maybe|presumably)|my\s+(?:best\s+)?guess|i\s+(?:would|'d)\s+(?:guess|say|"
-    r"estimate)|i\s+guess|(?:most\s+)?(?:probably|likely)\s+(?:it|the|you|around|about|"
-    r"\d)|presumably|perhaps\s+(?:it|the|you))\b",
+    r"estimate)|i\s+guess|if\s+i\s+had\s+to\s+guess|(?:most\s+)?(?:probably|likely)\b|"
+    r"possibly|maybe|presumably|perhaps)\b",
     re.IGNORECASE,
 )
 # A correction or an update: which value the response asserts needs reading.
@@ -508,6 +512,17 @@ def _same(ref: Quantity, got: Quantity, *, off_by_one: bool) -> bool:
     return False
 
 
+def _given(ref: Quantity, got: list[Quantity], off_by_one: bool) -> bool:
+    """The reference value is in `got`, and not only as a bare number the response also
+    writes with another unit ("7.5 + 5 = 12.5, so 12.5 miles" does not give 12.5 km)."""
+    same = [g for g in got if _same(ref, g, off_by_one=off_by_one)]
+    if any(g.kind == ref.kind for g in same) or ref.unit is None:
+        return bool(same)
+    other_unit = [g for g in got if g.kind != ref.kind and g.unit is not None and
+                  abs(_count(g) - _count(ref)) < 1e-6]  # fmt: skip
+    return bool(same) and not other_unit
+
+
 def _count(q: Quantity) -> float:
     if q.unit is None:
         return float(q.value)  # type: ignore[arg-type]
@@ -587,8 +602,9 @@ def decide(
         # The response concludes: its conclusion decides, unless it says nothing of the
         # reference (a closing remark on something else), when the whole response is read.
         concluded = _best(alternatives, final.text, question_type, question)
-        # A conclusion that names nothing of the reference may be a remark on something else.
-        committal = concluded.rule not in _NON_COMMITTAL
+        # After "the answer is" the answer follows; a conclusion that names nothing of the
+        # reference may be a remark on something else.
+        committal = final.how == "marker" or concluded.rule not in _NON_COMMITTAL
         if concluded.verdict is not None and committal:
             return concluded
     return _best(alternatives, response, question_type, question)
@@ -863,7 +879,7 @@ def _decide_one(
     got_values = quantities(response)
     words = content_words(reference) - question_words or content_words(reference)
     off_by_one = question_type == "temporal-reasoning"
-    matched = [any(_same(r, g, off_by_one=off_by_one) for g in got_values) for r in ref_values]
+    matched = [_given(r, got_values, off_by_one) for r in ref_values]
     if not words and not ref_values:
         # Nothing but letters or symbols ("C D E F G"): the reference as written, in order.
         tokens = " ".join(_WORD.findall(normalise(reference)))
@@ -917,6 +933,18 @@ def _decide_one(
 
 # Clause boundaries for reading what a response commits to.
 _CLAUSE = re.compile(r"(?<=[.!?;:\n])\s+|\s+[-–—]\s+")
+# A line of pasted evidence: a dated or quoted record ("- [2023-01-09] \"Standup is ...\"").
+_EVIDENCE_LINE = re.compile(
+    r"^[ \t]*(?:[-*•>][ \t]*)?(?:\[[^\]\n]*\d[^\]\n]*\]|\(?\d{4}[-/]\d{1,2}[-/]\d{1,2}\)?[:,]?|"
+    r"[\"“]).*$",
+    re.MULTILINE,
+)
+# A response that leaves the choice open ("it's one of those three").
+_UNDECIDED = re.compile(
+    r"\b(?:(?:one|any|either)\s+of\s+(?:those|these|them|the\s+(?:two|three|four|above))|"
+    r"whichever\s+(?:one\s+)?(?:was|is)|(?:can't|cannot|couldn't)\s+(?:\w+\s+){0,2}(?:which|"
+    r"for\s+(?:sure|certain))|not\s+sure\s+which|hard\s+to\s+say\s+which)\b"
+)
 _CANDIDATES = re.compile(r"\b(?:or|either|between|whether|one\s+of|somewhere|options?)\b")
 _NEXT_TO_OR = re.compile(r"(?:\bor|\beither|\bbetween|,)\s*(?:the\s+|a\s+|an\s+|my\s+|your\s+)?$")
 _OR_NEXT = re.compile(r"^\s*(?:,|\bor\b|\band\b)")
@@ -944,12 +972,21 @@ def _uncommitted(
     holding = [c for c in clauses if _holds(c, words, ref_values, off_by_one)]
     if not holding:
         return None
-    if all(_among_candidates(c, words, ref_values, off_by_one) for c in holding):
+    if _UNDECIDED.search(resp) or all(
+        _among_candidates(c, words, ref_values, off_by_one) for c in holding
+    ):
         return "the reference among other candidates, none chosen"
     if _inside_other_name(reference, response):
         return "the reference only as part of another name"
+    evidence = _EVIDENCE_LINE.findall(response)
+    if len(evidence) >= 2:
+        outside = normalise(_EVIDENCE_LINE.sub(" ", response))
+        if not any(_holds(c, words, ref_values, off_by_one) for c in _CLAUSE.split(outside)):
+            return "the reference only inside pasted evidence, never concluded"
     if all(_denied(c, words, ref_values) for c in holding):
         return "the reference only in a negation"
+    if all(_superseded(c, words, ref_values) for c in holding):
+        return "the reference only as what was true before"
     if refused and all(_GUESS.match(c) for c in holding):
         return "a refusal, then a guess"
     return None
@@ -1047,14 +1084,35 @@ def _denied(clause: str, words: set[str], values: list[Quantity]) -> bool:
     return not re.search(r"\b(?:but|instead|rather|now|only)\b", head[neg[-1].end() :])
 
 
+# Before the reference in a clause: it is what was true before, not what is true now.
+_BEFORE_NOW = re.compile(
+    r"\b(?:used\s+to|previously|formerly|originally|no\s+longer|moved\s+from|switched\s+from|"
+    r"changed\s+from|went\s+from|upgraded\s+from|replaced|traded\s+in|from)\s+(?:\w+\s+){0,3}$"
+)
+
+
+def _superseded(clause: str, words: set[str], values: list[Quantity]) -> bool:
+    """The clause names the reference as what changed into something else ("you moved from
+    Brightline to Corvid", "you used to bike to work")."""
+    span = _ref_span(clause, words, values)
+    if span is None:
+        return False
+    head = clause[: span[0]]
+    if not _BEFORE_NOW.search(head):
+        return False
+    tail = clause[span[1] :]
+    # "from A to B": A is the source; a clause that names nothing after it is a plain past.
+    return bool(re.search(r"\bto\b|\bbut\b|\bnow\b|\binstead\b", tail)) or "used to" in head
+
+
 def _asserted_coverage(
     words: set[str], ref_values: list[Quantity], response: str, off_by_one: bool
 ) -> float:
     """The reference's coverage by the sentences of `response` that refuse nothing."""
+    parts = re.split(r"(?<=[.!?;\n])\s+|,?\s+\b(?:but|however|although|though)\b", response)
+    # Neither a refusal nor a question ("Pickle? Actually, I don't think you told me") asserts.
     kept = " ".join(
-        s
-        for s in re.split(r"(?<=[.!?;\n])\s+|,?\s+\b(?:but|however|although|though)\b", response)
-        if s and not _REFUSAL.search(normalise(s))
+        s for s in parts if s and not s.rstrip().endswith("?") and not _REFUSAL.search(normalise(s))
     )
     got = quantities(kept)
     matched = [any(_same(r, g, off_by_one=off_by_one) for g in got) for r in ref_values]
