@@ -85,6 +85,9 @@ def cmd_judge_check(args: argparse.Namespace) -> int:
                 outcome = run_judge_check(
                     args.judge,
                     labels=args.labels,
+                    verdicts=args.verdicts,
+                    references=args.references,
+                    answer_field=args.answer_field,
                     probes=args.probes,
                     with_probes=not args.no_probes,
                     with_invariant=not args.no_invariant,
@@ -135,7 +138,26 @@ def _add_judge_check(sub) -> None:
         "--folds", type=int, default=5, metavar="K", help="cross-validation folds (default 5)"
     )
     p.add_argument(
-        "--labels", metavar="FILE", help="label file (default corpus/judge/labels.jsonl)"
+        "--labels",
+        metavar="FILE",
+        help="label file (default corpus/judge/labels.jsonl), or a published run: "
+        "evaluate_qa.py output, or answers with --verdicts (docs/judge.md)",
+    )
+    p.add_argument(
+        "--verdicts",
+        metavar="FILE",
+        help="a published run's verdicts kept apart from its answers, joined on question_id",
+    )
+    p.add_argument(
+        "--references",
+        metavar="FILE",
+        help="the questions a run answers (question_id, question, answer, question_type), "
+        "when the pinned LongMemEval_S file is not on this machine",
+    )
+    p.add_argument(
+        "--answer-field",
+        metavar="NAME",
+        help="the field of a published run that holds the answer (default: hypothesis, ...)",
     )
     p.add_argument(
         "--probes", metavar="FILE", help="probe file (default corpus/judge/probes.jsonl)"

@@ -529,8 +529,11 @@ def load_probes(path: str | Path | None = None) -> ProbeSet:
 def unknown_tags(items: Iterable[LabelItem]) -> dict[str, int]:
     """The hard-case tags a file uses that this project does not define, with their counts."""
     return dict(
-        sorted(Counter(i.hard_case for i in items if i.hard_case and i.hard_case not in
-                       HARD_CASES).items())  # fmt: skip
+        sorted(
+            Counter(
+                i.hard_case for i in items if i.hard_case and i.hard_case not in HARD_CASES
+            ).items()
+        )  # fmt: skip
     )
 
 
@@ -590,3 +593,46 @@ def as_golden(item: LabelItem | ProbePair) -> dict[str, Any]:
             "abstention": abstention,
         },
     }
+
+
+# LongMemEval's question ids: 8 hex digits, some with a "gpt4_" prefix, "_abs" for abstention.
+LONGMEMEVAL_ID = re.compile(r"^(?:gpt4_)?[0-9a-f]{8}(?:_abs)?$")
+DEFAULT_RULE_COST = (
+    "judged by the default rule: no off-by-one tolerance for temporal counts, no "
+    "knowledge-update rule, a preference rubric read as an answer"
+)
+
+
+def fill_missing(
+    labels: LabelSet, questions: Mapping[str, Any] | None
+) -> tuple[LabelSet, list[str]]:
+    """Items that leave out their question type or abstention flag, completed where the id is
+    LongMemEval's: the type from `questions` (question id -> an object with `question_type`),
+    the flag from the `_abs` suffix. Returns the set and one line per kind of change, and a
+    warning for the items still without a type (they are judged by the default rule)."""
+    out, typed, flagged, untyped = [], 0, 0, 0
+    for item in labels.items:
+        update: dict[str, Any] = {}
+        known = questions is not None and item.id in questions
+        if item.question_type is None and known:
+            update["question_type"] = questions[item.id].question_type  # type: ignore[index]
+            update["tier"] = 1
+            typed += 1
+        if item.abstention is None and (known or LONGMEMEVAL_ID.match(item.id)):
+            update["abstention"] = item.id.endswith("_abs")
+            flagged += 1
+        new = item.model_copy(update=update) if update else item
+        if new.question_type is None:
+            untyped += 1
+        out.append(new)
+    notes = []
+    if typed:
+        notes.append(f"{typed} item(s) had no question_type: taken from the question set")
+    if flagged:
+        notes.append(f"{flagged} item(s) had no abstention flag: taken from the id's _abs suffix")
+    if untyped:
+        notes.append(
+            f"warning: {untyped} of {len(out)} item(s) have no question_type and no LongMemEval "
+            f"id in the question set: {DEFAULT_RULE_COST}"
+        )
+    return LabelSet(path=labels.path, sha256=labels.sha256, items=out), notes

@@ -680,14 +680,13 @@ def lookup_agreement(
     labels_sha256: str | None = None,
 ) -> AgreementResult | None:
     """The check of this judge and prompt on `labels_sha256`; without it, the check on the
-    committed label set when there is one (a quick check on a few items of another file must
-    not stand in for it), else the latest measured on any set."""
+    committed label set: the check a judge is known by. A check on a user's file is kept in
+    the store apart (its own file) and never stands in for it."""
     store = AgreementStore(root)
     if labels_sha256 is not None:
         return store.get(judge_model, prompt_hash, labels_sha256=labels_sha256)
     default = default_labels_sha256()
-    found = store.get(judge_model, prompt_hash, labels_sha256=default) if default else None
-    return found or store.get(judge_model, prompt_hash)
+    return store.get(judge_model, prompt_hash, labels_sha256=default) if default else None
 
 
 def agreement_warnings(result: AgreementResult | None) -> list[str]:

@@ -821,7 +821,7 @@ def _order_verdict(reference: str, text: str, question: str) -> Match | None:
         if len(spots) * 2 < len(words):
             return None
         places.append(min(spots))
-    ok = all(a < b for a, b in zip(places, places[1:]))
+    ok = all(a < b for a, b in zip(places, places[1:], strict=False))
     return Match("yes" if ok else "no", "order: the reference's items in the response's order",
                  float(ok))  # fmt: skip
 
@@ -1021,7 +1021,7 @@ def _among_candidates(
         return False
     if values:
         got = sorted(quantities(clause), key=lambda q: q.span)
-        for a, b in zip(got, got[1:]):
+        for a, b in zip(got, got[1:], strict=False):
             ours = [any(_same(r, q, off_by_one=off_by_one) for r in values) for q in (a, b)]
             if ours[0] == ours[1] or not any(_comparable(r, q) for r in values for q in (a, b)):
                 continue
@@ -1063,7 +1063,9 @@ def _inside_other_name(reference: str, response: str) -> bool:
         after = re.match(r"\s+([A-Za-z][\w'’-]*)", response[m.end() :])
         sentence_start = re.search(r"(?:^|[.!?:\n\"(])\s*$", response[: m.start()]) is not None
         joined = (
-            before is not None and before[1][0].isupper() and not sentence_start
+            before is not None
+            and before[1][0].isupper()
+            and not sentence_start
             and before[1].lower() not in _NAME_CONTEXT
         ) or (after is not None and after[1][0].isupper() and after[1].lower() not in _NAME_CONTEXT)
         if not joined:

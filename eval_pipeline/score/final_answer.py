@@ -15,7 +15,8 @@ reference anywhere in it reads the candidates the reasoning weighed as if they w
    "whole").
 
 Closing pleasantries ("Let me know if ...") and questions back to the user ("Could you provide
-more details?") are dropped first: they never hold the answer. Markdown emphasis is removed, never the words.
+more details?") are dropped first: they never hold the answer. Markdown emphasis is removed,
+never the words.
 """
 
 from __future__ import annotations

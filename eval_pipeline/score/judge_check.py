@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from eval_pipeline.corpus.errors import CorpusError
 from eval_pipeline.corpus.judge_labels import (
     DEFAULT_LABELS,
     JudgeLabelError,
@@ -52,9 +53,19 @@ from eval_pipeline.corpus.judge_labels import (
     ProbePair,
     ProbeSet,
     as_golden,
+    fill_missing,
     invariant_items,
     load_labels,
     load_probes,
+)
+from eval_pipeline.corpus.published_run import (
+    PublishedRunError,
+    QuestionSet,
+    as_label_set,
+    load_published_run,
+    load_question_set,
+    looks_published,
+    pinned_question_set,
 )
 from eval_pipeline.llm import LLMLayer
 from eval_pipeline.llm.layer import layer_for
@@ -122,6 +133,58 @@ class JudgeCheckOutcome:
     wall_s: float
     usage: dict[str, Any] | None
     methods: list[Any] = field(default_factory=list)  # MethodCheck, one per verdict method
+    notes: list[str] = field(default_factory=list)  # what the input held and what was filled in
+    published: bool = False  # the labels are a published run's: accuracies are compared
+
+
+def question_set(references: str | Path | None, *, required: bool) -> QuestionSet | None:
+    """The question set a run's ids are matched to: `references`, else the pinned
+    LongMemEval_S file when it is on this machine; None (or, when `required`, a one-line
+    error) when neither is at hand."""
+    try:
+        if references is not None:
+            return load_question_set(references)
+        found = pinned_question_set()
+    except (PublishedRunError, CorpusError) as exc:
+        raise JudgeCheckError(f"--references: {exc}") from None
+    if found is None and required:
+        raise JudgeCheckError(
+            "--references FILE: the pinned LongMemEval_S file is not on this machine, so a "
+            "published run needs the questions it answers (question_id, question, answer, "
+            "question_type per question)"
+        )
+    return found
+
+
+def label_input(
+    labels: str | Path | None,
+    verdicts: str | Path | None = None,
+    references: str | Path | None = None,
+    answer_field: str | None = None,
+) -> tuple[LabelSet, list[str], bool]:
+    """(the label set, notes on it, whether it is a published run) of judge-check's input:
+    the project's set, a label file of ours (a missing type or abstention flag filled in from
+    the question set where the id is LongMemEval's), or a published run in the field's formats
+    (`corpus.published_run`; `verdicts` holds its labels when they are kept apart)."""
+    published = verdicts is not None or (labels is not None and looks_published(labels))
+    if not published:
+        try:
+            label_set = load_labels(labels)
+        except JudgeLabelError as exc:
+            raise JudgeCheckError(one_line(exc)) from None
+        if labels is None:
+            return label_set, [], False
+        questions = question_set(references, required=False)
+        filled, notes = fill_missing(label_set, questions.questions if questions else None)
+        return filled, notes, False
+    if labels is None:
+        raise JudgeCheckError("--verdicts: needs --labels FILE, the run whose answers it labels")
+    try:
+        run = load_published_run(labels, verdicts, answer_field=answer_field)
+        labelled = as_label_set(run, question_set(references, required=True))  # type: ignore[arg-type]
+    except PublishedRunError as exc:
+        raise JudgeCheckError(str(exc)) from None
+    return labelled.labels, labelled.notes(), True
 
 
 def one_line(exc: JudgeLabelError) -> str:
@@ -303,6 +366,9 @@ def run_judge_check(
     judge: str,
     *,
     labels: str | Path | None = None,
+    verdicts: str | Path | None = None,
+    references: str | Path | None = None,
+    answer_field: str | None = None,
     probes: str | Path | None = None,
     with_probes: bool = True,
     with_invariant: bool = True,
@@ -328,8 +394,8 @@ def run_judge_check(
         raise JudgeCheckError(f"--concurrency must be at least 1, got {concurrency}")
     if folds < 2:
         raise JudgeCheckError(f"--folds must be at least 2, got {folds}")
+    label_set, notes, published = label_input(labels, verdicts, references, answer_field)
     try:
-        label_set = load_labels(labels)
         probe_set = load_probes(probes) if with_probes else None
     except JudgeLabelError as exc:
         raise JudgeCheckError(one_line(exc)) from None
@@ -415,7 +481,7 @@ def run_judge_check(
         m = verdicts_mod.method(name)
         if external:
             held = verdicts_of(name, inputs)
-            evaluation = "as shipped: parameters tuned on the project's set, not on this file"
+            evaluation = "as shipped: the parameters in the code, not tuned on this file"
             if m.tuned:
                 cv, _ = cross_validated(name, inputs, k=folds)
                 evaluation += f"; cross-validated on this file: kappa {_num(_kappa_of(inputs, cv))}"
@@ -454,7 +520,9 @@ def run_judge_check(
         inv_written = _invariant_checks(
             inv_set, inv_results, label_set, matches, judge, measured_at, out, store, stored
         )
-    return JudgeCheckOutcome(out, written, inv_written, stored, wall, usage, checks)
+    return JudgeCheckOutcome(
+        out, written, inv_written, stored, wall, usage, checks, notes, published
+    )
 
 
 def _read_records(files: CheckFiles) -> list[VerdictRecord]:
@@ -572,10 +640,13 @@ def _probes(
 def summary_lines(outcome: JudgeCheckOutcome) -> list[str]:
     """What the CLI prints: per verdict method its kappa with the interval and how it was
     kept honest, then the invariant judge, then the probes of each method."""
-    out = []
+    out = list(outcome.notes)
     for check in outcome.methods:
         r = check.files.result
-        out.append(f"{check.method:<10} {_kappa_text(r)}  [{check.evaluation}]")
+        line = f"{check.method:<10} {_kappa_text(r)}"
+        if outcome.published:
+            line += f"; {_accuracy_text(r, check.method)}"
+        out.append(f"{line}  [{check.evaluation}]")
     inv_dir = outcome.out_dir / INVARIANT_SUBDIR
     if outcome.invariant is not None:
         out.append(agreement_line(outcome.invariant.result))
@@ -593,8 +664,20 @@ def _kappa_text(result: AgreementResult) -> str:
     k, a = result.kappa, result.accuracy
     k_ci = f" [{_num(k.low)}, {_num(k.high)}]" if k.low is not None else ""
     return (
-        f"kappa {_num(k.estimate)}{k_ci}, accuracy {_num(a.estimate)}; {result.n_judged} "
+        f"kappa {_num(k.estimate)}{k_ci}, agreement {_num(a.estimate)}; {result.n_judged} "
         f"judged, {result.n_unscored} unscored of {result.n_items}"
+    )
+
+
+def _accuracy_text(result: AgreementResult, method: str) -> str:
+    """The run's accuracy by the file's own labels and by `method`, on the items both judged."""
+    c = result.confusion
+    if c.label_yes_rate is None or c.judge_yes_rate is None:
+        return "accuracy not measured (nothing judged)"
+    delta = 100 * (c.judge_yes_rate - c.label_yes_rate)
+    return (
+        f"run accuracy {100 * c.label_yes_rate:.1f}% by the file's labels, "
+        f"{100 * c.judge_yes_rate:.1f}% by {method} ({delta:+.1f} pts)"
     )
 
 
