@@ -350,7 +350,7 @@ def item_issues(item: LabelItem) -> list[tuple[str, str]]:
     out = _common_issues(item)
     case, abstention, qtype = item.hard_case, item.abstention, item.question_type
     if case is not None and case not in HARD_CASES:
-        case = None  # a tag of the file's own: counted (unknown_tags), no rule of ours applies
+        case = None  # a tag of the file's own: counted (own_tags), no rule of ours applies
     if case is not None:
         forced, _ = HARD_CASES[case]
         if forced is not None and item.label != forced:
@@ -526,7 +526,7 @@ def load_probes(path: str | Path | None = None) -> ProbeSet:
 # use
 
 
-def unknown_tags(items: Iterable[LabelItem]) -> dict[str, int]:
+def own_tags(items: Iterable[LabelItem]) -> dict[str, int]:
     """The hard-case tags a file uses that this project does not define, with their counts."""
     return dict(
         sorted(
@@ -540,14 +540,14 @@ def unknown_tags(items: Iterable[LabelItem]) -> dict[str, int]:
 def composition(items: Iterable[LabelItem]) -> dict[str, Any]:
     """Counts by tier, question type, abstention, hard case and label (sorted keys); a
     field an item leaves out counts as "unknown"; tags of the file's own are counted under
-    their names and listed apart (`unknown_tags`)."""
+    their names and listed apart (`own_tags`)."""
     items = list(items)
 
     def count(key) -> dict[str, int]:
         return dict(sorted(Counter(key(i) for i in items).items()))
 
     return {
-        "unknown_tags": unknown_tags(items),
+        "own_tags": own_tags(items),
         "items": len(items),
         "by_tier": count(lambda i: i.tier_key),
         "by_question_type": count(lambda i: i.question_type_key),

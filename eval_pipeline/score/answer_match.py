@@ -37,7 +37,7 @@ from typing import Literal
 from eval_pipeline.score.final_answer import SHORT_WORDS, final_answer
 from eval_pipeline.score.reference_answer import accepted
 
-MATCH_RULES_VERSION = 1
+MATCH_RULES_VERSION = 2
 
 Verdict = Literal["yes", "no"]
 
@@ -516,10 +516,10 @@ def _given(ref: Quantity, got: list[Quantity], off_by_one: bool) -> bool:
     """The reference value is in `got`, and not only as a bare number the response also
     writes with another unit ("7.5 + 5 = 12.5, so 12.5 miles" does not give 12.5 km)."""
     same = [g for g in got if _same(ref, g, off_by_one=off_by_one)]
-    if any(g.kind == ref.kind for g in same) or ref.unit is None:
+    if ref.unit is None or any(g.unit is not None for g in same):
         return bool(same)
-    other_unit = [g for g in got if g.kind != ref.kind and g.unit is not None and
-                  abs(_count(g) - _count(ref)) < 1e-6]  # fmt: skip
+    other_unit = [g for g in got if g.unit is not None and g.unit != ref.unit
+                  and abs(_count(g) - _count(ref)) < 1e-6]  # fmt: skip
     return bool(same) and not other_unit
 
 

@@ -33,7 +33,8 @@ _EMPHASIS = re.compile(r"(\*\*|__|\*|`|^#+\s*)", re.MULTILINE)
 _ANSWER_TAG = re.compile(r"<\s*(?:final[_ ]?)?answer\s*>", re.IGNORECASE)
 _TAG = re.compile(r"<\s*/?\s*[A-Za-z][\w-]{0,30}\s*>")
 _MARKER = re.compile(
-    r"(?:\bfinal\s+answer\b|^\s*(?:short\s+|direct\s+)?answer\b|\bthe\s+(?:final\s+|short\s+|"
+    r"(?:\bfinal\s+answer\b|(?:^|(?<=[.!?]))\s*(?:short\s+|direct\s+)?answer\s*(?=[:：])|"
+    r"^\s*(?:short\s+|direct\s+)?answer\b|\bthe\s+(?:final\s+|short\s+|"
     r"direct\s+)?answer\s+(?:to\s+(?:the|your)\s+question\s+)?is\b)\s*[:：\-–—]?",
     re.IGNORECASE | re.MULTILINE,
 )

@@ -71,17 +71,17 @@ def accepted(reference: str, question: str = "") -> list[str]:
     if paren:
         main = (ref[: paren.start()] + ref[paren.end() :]).strip()
         return _unique([main, paren["alt"].strip()])
-    alias = _ALIAS.search(ref)
-    if alias:  # "University of California, Los Angeles (UCLA)": either name
-        return _unique([ref[: alias.start()].strip(), alias["alias"].strip(), ref])
-    total = _TOTAL.search(ref)
-    if total and _NUMBER.search(total["total"]):
-        return [total["total"].strip()]
     first, _, rest = ref.partition(". ")
     if rest and _BEFORE.match(first):
         now = _NOW.search(ref)
         if now:
             return [now["now"].strip()]
+    alias = _ALIAS.search(ref)
+    if alias:  # "University of California, Los Angeles (UCLA)", "Yes. (A road bike too.)"
+        return _unique([ref[: alias.start()].strip(), alias["alias"].strip(), ref])
+    total = _TOTAL.search(ref)
+    if total and _NUMBER.search(total["total"]):
+        return [total["total"].strip()]
     if _COUNT_QUESTION.match(question):
         # "I attended three weddings. The couples were ...", "I visited three doctors: a ...":
         # the count is the answer, the rest what it is made of.

@@ -67,8 +67,9 @@ def test_refusals_abstention_and_guesses():
     assert verdict(ref, "You never mentioned a trip to Oslo.", abstention=True) == "yes"
     assert verdict(ref, "I don't have any record of that trip.", abstention=True) == "yes"
     assert verdict(ref, "You went to Oslo in May.", abstention=True) == "no"
+    # a refusal followed by a guess has answered after all (issue 38)
     guess = "I don't have a record of it, but it was probably in May."
-    assert verdict(ref, guess, abstention=True) is None  # needs reading
+    assert verdict(ref, guess, abstention=True) == "no"
     # an answerable question refused
     assert verdict("Basil", "You never told me what you planted.") == "no"
 
@@ -77,7 +78,7 @@ def test_corrections_rubrics_and_partial_answers_are_left_to_reading():
     # named, then revised away: a no; revised towards it: left to reading
     assert verdict("Maple", "You considered maple, but in the end you chose oak.") == "no"
     assert verdict("Maple", "Oak, I said first; actually it was maple.") is None
-    assert verdict("Maple", "Not maple: it was oak.") is None
+    assert verdict("Maple", "Not maple: it was oak.") == "no"  # only ever denied
     rubric = "The user would prefer suggestions that use their sourdough hobby."
     assert verdict(rubric, "Try a sourdough focaccia.", qtype="single-session-preference") is None
     assert verdict("Red and blue", "The first one was red.") == "no"  # a listed item missing
