@@ -129,7 +129,7 @@ def _records(path: Path) -> Iterator[tuple[str, Any]]:
             whole = strict_input.loads(text)
         except (json.JSONDecodeError, strict_input.StrictInputError) as exc:
             raise PublishedRunError(f"{path}: invalid JSON ({exc})") from None
-        if isinstance(whole, Mapping) and "question_id" not in whole:
+        if _keyed_by_id(whole):
             for key, value in whole.items():
                 record = dict(value) if isinstance(value, Mapping) else {"label": value}
                 record.setdefault("question_id", key)
@@ -144,6 +144,13 @@ def _records(path: Path) -> Iterator[tuple[str, Any]]:
             yield f"{path}:{lineno}", strict_input.loads(line)
         except (json.JSONDecodeError, strict_input.StrictInputError) as exc:
             raise PublishedRunError(f"{path}:{lineno}: invalid JSON ({exc})") from None
+
+
+def _keyed_by_id(whole: Any) -> bool:
+    """A JSON object of records (or bare verdicts) keyed by question id, not one record."""
+    if not isinstance(whole, Mapping) or not whole or "question_id" in whole:
+        return False
+    return all(isinstance(v, Mapping) or parse_label(v) is not None for v in whole.values())
 
 
 def _question_id(where: str, record: Any) -> str:
