@@ -1003,6 +1003,11 @@ def _config_line(run: RunBundle, judgeless: bool) -> str:
         ("top k", p.get("top_k")),
         ("reader", p.get("reader")),
         ("judge", "none" if judgeless else model),
+        # Which verdict method decided, asked for or the judge's default (score.verdict_choice).
+        (
+            "verdict",
+            ((judge.get("verdict") or {}).get("text") if isinstance(judge, dict) else None),
+        ),
     ]
     text = ", ".join(f"{k} <b>{_e(v)}</b>" for k, v in parts if v is not None)
     if judgeless:
