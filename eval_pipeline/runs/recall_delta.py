@@ -161,9 +161,10 @@ def _delta(value: float | None) -> str:
 
 
 def left_out_text(d: RecallDelta) -> str:
-    parts = [f"{n} {why}" for why, n in d.no_evidence.items()]
+    """ "abstention question 4, no evidence 1, unscored 1": each reason with its count."""
+    parts = [f"{why} {n}" for why, n in d.no_evidence.items()]
     if d.unscored:
-        parts.append(f"{d.unscored} unscored")
+        parts.append(f"unscored {d.unscored}")
     return ", ".join(parts) or "none"
 
 

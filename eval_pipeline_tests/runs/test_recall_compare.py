@@ -137,8 +137,8 @@ def test_text_json_and_html_show_it(tmp_path, capsys):
     line = next(x for x in text.splitlines() if x.startswith("tier 1 evidence recall"))
     assert line == (
         "tier 1 evidence recall (all evidence in the top 10, the gate's recall_all@10): "
-        "20.0% → 90.0% (+70.0 pp, 10 paired; left out: 1 abstention question, 1 no evidence, "
-        "1 unscored); McNemar b=0 c=7 p=0.0156 → significant; mean recall_any@10 60.0% → "
+        "20.0% → 90.0% (+70.0 pp, 10 paired; left out: abstention question 1, no evidence 1, "
+        "unscored 1); McNemar b=0 c=7 p=0.0156 → significant; mean recall_any@10 60.0% → "
         "100.0% (+40.0 pp); reported, coverage decides the verdict"
     )
 
@@ -154,7 +154,7 @@ def test_text_json_and_html_show_it(tmp_path, capsys):
     table = next(n for n in title.next_siblings() if n.tag == "table")
     [cells] = table.rows()
     assert cells[:5] == ["tier 1", "20.0%", "90.0%", "+70.0 pp", "10"]
-    assert cells[5] == "1 abstention question, 1 no evidence, 1 unscored"
+    assert cells[5] == "abstention question 1, no evidence 1, unscored 1"
     assert cells[8] == "significant"
 
 
