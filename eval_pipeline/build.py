@@ -71,10 +71,12 @@ def role_pins(name: str, role: ModelRole) -> dict[str, Any] | None:
 
 
 def answer_judge(config: ScoringConfig) -> AnswerJudge:
-    """The configured answer judge; the built-in one decides by `config.verdict`."""
+    """The configured answer judge; the built-in one decides by the verdict method the
+    configuration chooses (`ScoringConfig.verdict_choice`: asked for, else the judge's
+    default)."""
     options = dict(config.method_options)
     if config.method == DEFAULT_JUDGE:
-        options.setdefault("verdict", config.verdict)
+        options.setdefault("verdict", config.verdict_choice().method)
     return load_judge(config.method, options)
 
 

@@ -32,7 +32,7 @@ from eval_pipeline.llm.errors import LLMConfigError
 from eval_pipeline.llm.names import STRUCTURED_OUTPUT_MODES
 from eval_pipeline.retrieve.arms import parse_arms
 from eval_pipeline.score.panel import parse_panel, split_specs
-from eval_pipeline.score.verdicts import DEFAULT_METHOD, method
+from eval_pipeline.score.verdict_choice import VerdictChoice, choose_verdict
 from eval_pipeline.settings import state_dir as default_state_dir
 
 # A run directory is named <stamp>-<label>-<6 hex>[-repeatN]: 64 characters keep it far from
@@ -380,17 +380,20 @@ class ScoringConfig(Section):
     method_options: dict[str, Any] = Field(
         default_factory=dict, description="keyword options for the answer judge's constructor"
     )
-    verdict: str = Field(
-        default=DEFAULT_METHOD,
+    # None: not asked, so the judge decides (`verdict_choice`): its one reading is there.
+    verdict: str | None = Field(
+        default=None,
         description="how the built-in judge reaches its yes/no: reference (LongMemEval's "
-        "prompt) | reasoned | match (rules, no model) | hybrid | cascade (docs/judge.md)",
+        "prompt) | reasoned | match (rules, no model) | hybrid | cascade (docs/judge.md); "
+        "unset: reference with a judge model, match without",
         json_schema_extra=cli("--judge-verdict", "METHOD"),
     )
     judge_panel: list[str] = Field(
         default_factory=list,
         description="score the answers again under each of these judges: METHOD (needing "
         "no model: match), METHOD=MODEL (reference=local:smollm2-135m-instruct) or MODEL "
-        "(--judge-verdict with it); compare calls a delta real only if every member agrees",
+        "(--judge-verdict with it; unset: reference); compare calls a delta real only if every "
+        "member agrees",
         json_schema_extra=cli("--judge-panel", "A,B,..."),
     )
     tokenizer: str = Field(default="o200k_base", description="pinned tiktoken encoding")
@@ -417,8 +420,8 @@ class ScoringConfig(Section):
 
     @field_validator("verdict")
     @classmethod
-    def _known_verdict(cls, value: str) -> str:
-        method(value)  # MethodError (a ValueError) names the known methods
+    def _known_verdict(cls, value: str | None) -> str | None:
+        choose_verdict(value, with_model=False)  # MethodError (a ValueError) names the known
         return value
 
     @field_validator("judge_panel", mode="before")
@@ -430,8 +433,13 @@ class ScoringConfig(Section):
     @classmethod
     def _known_panel(cls, value: list[str], info: ValidationInfo) -> list[str]:
         # PanelError (a ValueError) names the member; a bare MODEL takes the run's verdict.
-        parse_panel(value, info.data.get("verdict", DEFAULT_METHOD))
+        parse_panel(value, info.data.get("verdict"))
         return value
+
+    def verdict_choice(self) -> VerdictChoice:
+        """The verdict method that decides this run's answer verdicts, and whether it was
+        asked for or is the default for its judge (a model: `reference`; none: `match`)."""
+        return choose_verdict(self.verdict, with_model=not self.judge.offline)
 
 
 class RepeatConfig(Section):

@@ -361,7 +361,10 @@ def judge_lines(run_dir: Path) -> list[str]:
     pin = judge.get("agreement")
     if not isinstance(pin, dict):
         return []
-    verdict = (judge.get("method") or {}).get("verdict")
+    # Which method decided, and whether asked for or the judge's default (`pins.judge.
+    # verdict`); an older bundle has only the method's name.
+    chosen = judge.get("verdict") or {}
+    verdict = chosen.get("text") or (judge.get("method") or {}).get("verdict")
     head = f"judge {judge.get('model')}" + (f", verdict {verdict}" if verdict else "")
     if pin.get("status") != "checked":
         return [f"{head}: no agreement check (eval-pipeline judge-check)"]

@@ -48,6 +48,12 @@ def test_offline_run_writes_a_complete_bundle(offline_run):
     assert judge["prompt_hash"] == method_hash("match") and judge["method"]["verdict"] == "match"
     assert judge["criteria_prompt_hash"] is None and "invariant_prompt_hash" not in judge
     assert judge["agreement"]["status"] in ("none", "checked")
+    # Which method decided and why, in the manifest, summary.json and the printed summary.
+    chosen = "match (the rules, no model; the default with no judge model)"
+    assert judge["verdict"] == {"method": "match", "chosen": "default", "text": chosen}
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["judge"] == {"model": "offline", "verdict": judge["verdict"]}
+    assert f"judge offline, verdict {chosen}: " in res.stdout
     assert pins["tokenizer"]["tokenizer"] == "o200k_base"
     assert set(manifest["stages"]) >= {"injected_graph", "retrieval_results", "scored_run"}
     rows = list(read_jsonl(run_dir / "results.jsonl"))

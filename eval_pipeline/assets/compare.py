@@ -99,6 +99,9 @@ def comparison_metadata(c: Comparison, report: Path, run_report: Path) -> dict[s
     for d in c.tiers:
         if d.delta_pp is not None:
             meta[f"tier{d.tier}_coverage_delta_pp"] = round(d.delta_pp, 3)
+    for r in c.evidence_recall:  # reported beside coverage, never deciding
+        if r.delta_pp is not None:
+            meta[f"tier{r.tier}_evidence_recall_delta_pp"] = round(r.delta_pp, 3)
     for e in c.efficiency:
         if e.delta_tokens is not None:
             meta[f"tier{e.tier}_payload_tokens_delta"] = e.delta_tokens

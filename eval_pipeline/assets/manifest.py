@@ -27,6 +27,7 @@ from eval_pipeline.llm.accounting import merge_usage
 from eval_pipeline.score.judge_check import judge_agreement_pins
 from eval_pipeline.score.panel import member_pin, parse_panel
 from eval_pipeline.score.tokens import PayloadTokenizer
+from eval_pipeline.score.verdict_choice import choose_verdict
 from eval_pipeline.settings import REPO_DIR
 from eval_pipeline.tier2.metrics import criteria_prompt_hash
 
@@ -190,6 +191,18 @@ def options_of(batches: list[StageOutput], own: dict[str, Any]) -> dict[str, Any
     return {**out, **own}
 
 
+def verdict_record(scoring: ScoringConfig, method: Any, judged: bool) -> dict[str, Any] | None:
+    """`pins.judge.verdict`: the verdict method that decided and how it was chosen (`score.
+    verdict_choice`); None for a plug-in judge, or when nothing was judged."""
+    used = getattr(method, "verdict", None)
+    if not judged or not isinstance(used, str):
+        return None
+    choice = scoring.verdict_choice()
+    if choice.method != used:  # the judge's own options named another: that was asked for
+        choice = choose_verdict(used, with_model=choice.with_model)
+    return choice.record()
+
+
 def panel_pins(scoring: ScoringConfig) -> list[dict[str, Any]] | None:
     """The judge panel, member by member: its method and hash, its model's role pins. Not a
     comparability pin: compare shows the panel's band only when both runs' are equal."""
@@ -280,6 +293,7 @@ def build_manifest(
                 # version and its sampling settings (the spec alone does not name the weights).
                 "role": build.role_pins("judge", scoring.judge),
                 **({"method": method.pins()} if judged else {}),
+                "verdict": verdict_record(scoring, method, judged),
                 **({"panel": panel} if panel else {}),
             },
             # Reader and graph-agent roles as retrieval ran them (weights sha256 for `local`).

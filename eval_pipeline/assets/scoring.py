@@ -318,6 +318,11 @@ def scored_run(
     )
     if arms_record is not None:
         manifest["arms"] = arms_record  # which arms ran, on what; never a pin
+    # Who judged and by which verdict method, as the manifest pins it (said in the summary).
+    summary["judge"] = {
+        "model": scoring.judge.model,
+        "verdict": manifest["pins"]["judge"]["verdict"],
+    }
     rubric = protocol.abstention_rubric_check(rows, scoring.method)
     if not rubric.ok:
         context.log.error(f"{protocol.ABSTENTION_RUBRIC}: {rubric.status}: {rubric.detail}")

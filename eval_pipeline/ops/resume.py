@@ -34,6 +34,8 @@ from eval_pipeline.assets.tags import CHAIN_JOB_NAME, CHAIN_TAG
 from eval_pipeline.config import SECTIONS, RunConfig, ScoringConfig
 from eval_pipeline.corpus.batches import BatchKey
 
+VERDICT = ("scoring", "verdict")
+
 
 class Kept(BaseModel):
     """A stage a resumed chain keeps: the run that made its output, and what it reported."""
@@ -101,6 +103,13 @@ def resumed_config(
         have: Any = recorded
         for part in path:
             have = have.get(part) if isinstance(have, Mapping) else None
+        if path == VERDICT and have != value:
+            # An unset verdict was the judge's default: asking for that same method is no
+            # change; the chain keeps its option as recorded.
+            chosen = old.scoring.verdict_choice()
+            if chosen.method == value:
+                continue
+            have = f"{chosen.method} ({chosen.chosen})"
         if have != value:
             raise ResumeError(
                 f"--resume {target}: option {flag_of(path)} is {have!r} in that chain, not "

@@ -68,6 +68,7 @@ from eval_pipeline.runs.outcome import (
     parse_fail_on,
     run_status,
 )
+from eval_pipeline.runs.recall_delta import recall_line
 from eval_pipeline.runs.report import write_comparison_report, write_run_report
 
 PROG = "eval-pipeline"
@@ -112,6 +113,8 @@ def print_comparison(c: Comparison, report: Path, statuses: Sequence[RunStatus] 
                 print("  " + delta_line(d))
     for d in c.abstention:
         print(delta_line(d) + " (abstention: apart, never decides)")
+    for r in c.evidence_recall:  # what separates memories when the reader dominates coverage
+        print(recall_line(r))
     for e in c.efficiency:
         print(efficiency_line(e))
     if c.formation is not None:

@@ -33,6 +33,13 @@ Classification rule (per delta)
   run-to-run noise of one configuration, McNemar against the luck of which questions flipped;
 * otherwise → **not real**.
 
+Evidence recall
+---------------
+Beside coverage, per tier, the paired delta of each question's gate recall (all its evidence
+in the top k) with its own exact McNemar test, and the mean recall_any@k
+(`runs.recall_delta`): offline, coverage is mostly the reader's, and recall is what separates
+memories. Reported; it never decides the verdict.
+
 Judge agreement
 ---------------
 Coverage is gated by the judge, so a comparison says how far to trust it: per judge prompt
@@ -86,6 +93,7 @@ from eval_pipeline.runs.pins import (
     pin_values,
 )
 from eval_pipeline.runs.protocol import budget_differences, protocol_refusals
+from eval_pipeline.runs.recall_delta import RecallDelta, recall_deltas, recall_line
 from eval_pipeline.score.attribution import STAGES, memory_change
 from eval_pipeline.score.stats import mcnemar_paired, median
 
@@ -289,6 +297,8 @@ class Comparison(BaseModel):
     tiers: list[PairedDelta]
     by_type: list[PairedDelta]
     abstention: list[PairedDelta]
+    # Per tier, the gate's evidence recall paired (`runs.recall_delta`): never decides.
+    evidence_recall: list[RecallDelta] = []
     efficiency: list[Efficiency]
     formation: FormationShares | None = None
     # tier -> failure stage -> [base, candidate] questions failed there (score.attribution)
@@ -597,6 +607,7 @@ def compare(
         tiers=tiers,
         by_type=by_type,
         abstention=abstention,
+        evidence_recall=recall_deltas(base, by_tier, base.tiers()),
         efficiency=eff,
         formation=formation_shares(base, candidate),
         stages=stages,
@@ -963,6 +974,8 @@ def comparison_markdown(c: Comparison) -> str:
             f"| {md_cell(label)} | {_pct(d.base_rate)} | {_pct(d.candidate_rate)} "
             f"| {_pp(d.delta_pp)} | {d.p_value:.3g} | {floor} | {d.classification} |"
         )
+    if c.evidence_recall:
+        out += ["", *(f"- {recall_line(d)}" for d in c.evidence_recall)]
     if c.judge_panel is not None:
         out += ["", "```", *panel_lines(c), "```"]
     return "\n".join(out)

@@ -41,6 +41,7 @@ from eval_pipeline.corpus.upstream import file_sha256
 from eval_pipeline.runs.bundle import BUNDLE_FILES
 from eval_pipeline.runs.compare import Comparison, Efficiency, PairedDelta, PanelComparison
 from eval_pipeline.runs.load import BundleError, ResultRow, RunBundle, load_run
+from eval_pipeline.runs.recall_delta import RecallDelta, left_out_text
 from eval_pipeline.runs.svg import (
     DeltaBar,
     RateBar,
@@ -1003,6 +1004,11 @@ def _config_line(run: RunBundle, judgeless: bool) -> str:
         ("top k", p.get("top_k")),
         ("reader", p.get("reader")),
         ("judge", "none" if judgeless else model),
+        # Which verdict method decided, asked for or the judge's default (score.verdict_choice).
+        (
+            "verdict",
+            ((judge.get("verdict") or {}).get("text") if isinstance(judge, dict) else None),
+        ),
     ]
     text = ", ".join(f"{k} <b>{_e(v)}</b>" for k, v in parts if v is not None)
     if judgeless:
@@ -1437,6 +1443,59 @@ DELTA_HEADERS: list[Header] = [
 ]
 
 
+def _recall_section(deltas: Sequence[RecallDelta]) -> str:
+    """The evidence-recall delta per tier (`runs.recall_delta`), rendered as computed."""
+    if not deltas:
+        return ""
+    nothing = "nothing measured in both"
+    verdicts = {True: "significant", False: "not significant", None: nothing}
+    rows = (
+        [
+            _e(f"tier {d.tier}"),
+            pct(d.base_rate, nothing),
+            pct(d.candidate_rate, nothing),
+            dash(nothing) if d.delta_pp is None else f"{d.delta_pp:+.1f} pp",
+            str(d.pairs),
+            _e(left_out_text(d)),
+            f"b={d.b}, c={d.c}",
+            f"{d.p_value:.3g}",
+            _e(verdicts[d.significant]),
+            pct(d.base_recall_any, nothing),
+            pct(d.candidate_recall_any, nothing),
+        ]
+        for d in deltas
+    )
+    k = deltas[0].k
+    return "\n".join(
+        [
+            f"<h2>Evidence recall per tier (the gate's recall_all@{k}; never decides)</h2>",
+            '<p class="muted">Per question: was all its evidence in the top '
+            f"{k} (the gate's own recall), paired across the runs with its own exact McNemar "
+            "test; questions with no evidence to recall and questions not measured in a run "
+            "are left out and counted. Offline, coverage is mostly the reader's: recall is "
+            "what separates memories. Reported beside coverage; coverage decides the verdict."
+            "</p>",
+            table(
+                [
+                    "scope",
+                    ("base: all evidence retrieved", HIGHER),
+                    ("candidate: all evidence retrieved", HIGHER),
+                    ("delta", "positive is better"),
+                    "paired",
+                    "left out",
+                    "discordant",
+                    "McNemar p",
+                    "paired test",
+                    (f"base mean recall_any@{k}", HIGHER),
+                    (f"candidate mean recall_any@{k}", HIGHER),
+                ],
+                rows,
+                numeric=(1, 2, 3, 4, 7, 9, 10),
+            ),
+        ]
+    )
+
+
 def _run_status(ref_path: str) -> tuple[RunBundle | None, str]:
     """The run behind a comparison side, and a line saying whether it is complete."""
     try:
@@ -1601,6 +1660,7 @@ def render_comparison_report(c: Comparison) -> str:
             f'<p class="warn">Without the judge panel the verdict would be '
             f"{_e(c.verdict_without_panel)}.</p>"
         )
+    out.append(_recall_section(c.evidence_recall))
     out.append(_comparison_panel_section(c.judge_panel))
     # Coverage is decided by the judge: how far to trust it, next to the deltas.
     if c.judge_agreement:

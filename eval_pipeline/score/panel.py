@@ -7,7 +7,8 @@ with that verdict in place of the main one (`member_coverage`). `compare` then c
 real only when it holds under every member (`runs.compare`).
 
 A member is `METHOD` (a method that needs no model: `match`), `METHOD=MODEL` (`MODEL` as
-`--judge` takes it) or a bare `MODEL` (the run's `--judge-verdict` method with that model).
+`--judge` takes it) or a bare `MODEL` (the run's `--judge-verdict` method with that model; none
+asked: the default with a model, `reference`, as for the main judge: `score.verdict_choice`).
 Its key, in rows, summaries and pins, is the canonical `METHOD` or `METHOD=MODEL`.
 
 Row fields: `judge_panel` {member: score | null}, `panel_covered` {member: bool | null},
@@ -27,6 +28,7 @@ from eval_pipeline.llm.config import parse_provider_spec
 from eval_pipeline.llm.errors import LLMConfigError
 from eval_pipeline.score.gate import MetricResult, decide_coverage
 from eval_pipeline.score.stats import bootstrap_ci
+from eval_pipeline.score.verdict_choice import choose_verdict
 from eval_pipeline.score.verdicts import METHODS, judge_answer, method, method_hash
 
 if TYPE_CHECKING:
@@ -64,7 +66,8 @@ def _model(spec: str, text: str, what: str = "") -> str | None:
     return None if parsed.provider == "offline" else text.strip()
 
 
-def parse_member(spec: str, default_method: str) -> PanelMember:
+def parse_member(spec: str, run_verdict: str | None) -> PanelMember:
+    """One member; `run_verdict` is the run's `--judge-verdict` as given (None: not given)."""
     text = spec.strip()
     if not text:
         raise PanelError("an empty member (A,B,... with nothing between two commas)")
@@ -77,9 +80,10 @@ def parse_member(spec: str, default_method: str) -> PanelMember:
         model = _model(spec, model_text)
     elif text in METHODS:
         name, model = text, None
-    else:  # a bare model: the run's own verdict method with it
+    else:  # a bare model: the run's own verdict method with it, chosen as the run's is
         known = f"neither a verdict method ({', '.join(METHODS)}) nor a model: "
-        name, model = default_method, _model(spec, text, known)
+        model = _model(spec, text, known)
+        name = choose_verdict(run_verdict, with_model=model is not None).method
         if model is None and not method(name).needs_model:
             # `offline` under a model-free method is that method itself.
             return PanelMember(name, None)
@@ -101,15 +105,16 @@ def split_specs(value: Any) -> Any:
     return value
 
 
-def parse_panel(specs: Sequence[str], default_method: str) -> list[PanelMember]:
+def parse_panel(specs: Sequence[str], run_verdict: str | None) -> list[PanelMember]:
     """The members of a panel, checked: each known and well-formed, none twice, at least
-    two (a panel of one measures nothing the main judge does not). Empty: no panel."""
+    two (a panel of one measures nothing the main judge does not). Empty: no panel.
+    `run_verdict`: the run's `--judge-verdict` as given (None: not given)."""
     if not specs:
         return []
     members: list[PanelMember] = []
     seen: dict[str, str] = {}
     for spec in specs:
-        member = parse_member(spec, default_method)
+        member = parse_member(spec, run_verdict)
         if member.key in seen:
             raise PanelError(f"member {spec!r} repeats {seen[member.key]!r} ({member.key})")
         seen[member.key] = spec

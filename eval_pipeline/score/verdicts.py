@@ -99,7 +99,7 @@ METHODS: dict[str, Method] = {
     )
 }
 REFERENCE_METHOD = "reference"
-DEFAULT_METHOD = "match"  # the best measured (docs/judge.md#measured), and it needs no model
+DEFAULT_METHOD = "match"  # with no judge model (score.verdict_choice): needs none, best measured
 # The grids `tune` searches (coarse on purpose: 174 items do not support finer ones).
 GRID = {
     "threshold": (0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0),

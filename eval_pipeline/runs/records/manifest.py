@@ -16,7 +16,7 @@ from pydantic import Field, field_validator
 
 from eval_pipeline.runs.records.base import Part, Record
 from eval_pipeline.runs.records.canaries import CanaryPin
-from eval_pipeline.runs.records.summary import InfrastructureReport
+from eval_pipeline.runs.records.summary import InfrastructureReport, VerdictChoicePin
 
 MANIFEST_SCHEMA_VERSION = 2  # 2: memory.provider
 
@@ -89,6 +89,8 @@ class JudgePins(Part):
     role: dict[str, Any] | None = None
     # The answer judge (score.answer_judge): a plug-in's own pins, its fields its own.
     method: dict[str, Any] | None = None
+    # The built-in's verdict method and whether it was asked for or the judge's default.
+    verdict: VerdictChoicePin | None = None
     # The judge panel (`--judge-panel`), absent without one; compare's band needs equal panels.
     panel: list[PanelMemberPin] | None = None
 

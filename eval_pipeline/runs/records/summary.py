@@ -206,6 +206,23 @@ class FormationAudit(Part):
     examples: list[AuditedMemory] = Field(default_factory=list)
 
 
+class VerdictChoicePin(Part):
+    """Which verdict method decided the answer verdicts (`score.verdict_choice`): asked for
+    with --judge-verdict, or the default for the judge given (a model: reference; none:
+    match). A record, not a comparability pin: the method's hash is the pin."""
+
+    method: str
+    chosen: Literal["asked", "default"]
+    text: str  # "reference (LongMemEval's prompt; the default with a judge model)"
+
+
+class JudgeSummary(Part):
+    """Who judged the run's answers and by which method (absent before it was recorded)."""
+
+    model: str  # "offline", or PROVIDER:MODEL[@BASE_URL]
+    verdict: VerdictChoicePin | None = None  # None: a plug-in judge, or nothing was judged
+
+
 class Summary(Record):
     """summary.json of a run bundle."""
 
@@ -218,5 +235,6 @@ class Summary(Record):
     # A memory provider's formation audit (`providers.audit`): None for graph memory.
     formation_audit: FormationAudit | None = None
     judge_panel: PanelRunSummary | None = None  # with --judge-panel only
+    judge: JudgeSummary | None = None  # the judge and its verdict method
     # The planted canaries, scored apart from every tier (absent: none planted).
     canaries: CanarySummary | None = None
