@@ -663,9 +663,15 @@ def summary_lines(outcome: JudgeCheckOutcome) -> list[str]:
 def _kappa_text(result: AgreementResult) -> str:
     k, a = result.kappa, result.accuracy
     k_ci = f" [{_num(k.low)}, {_num(k.high)}]" if k.low is not None else ""
+    c = result.confusion
+    errors = (
+        f", false yes {_num(c.false_yes_rate)}, false no {_num(c.false_no_rate)}"
+        if c.false_yes_rate is not None and c.false_no_rate is not None
+        else ""
+    )
     return (
-        f"kappa {_num(k.estimate)}{k_ci}, agreement {_num(a.estimate)}; {result.n_judged} "
-        f"judged, {result.n_unscored} unscored of {result.n_items}"
+        f"kappa {_num(k.estimate)}{k_ci}, agreement {_num(a.estimate)}{errors}; "
+        f"{result.n_judged} judged, {result.n_unscored} unscored of {result.n_items}"
     )
 
 
