@@ -11,7 +11,8 @@ import pytest
 
 from eval_pipeline import cli
 from eval_pipeline.score.agreement import AgreementStore, agreement_pin, read_agreement
-from eval_pipeline.score.answer_match import decide, quantities
+from eval_pipeline.score.answer_match import decide
+from eval_pipeline.score.answer_values import quantities
 from eval_pipeline.score.judge_check import judge_agreement_pins
 from eval_pipeline.score.verdicts import (
     DEFAULT_PARAMS,
