@@ -2,7 +2,8 @@
 
 Per verdict method its agreement result exactly as `methods/<method>/agreement.json` holds
 it (kappa and accuracy with their intervals, the confusion, the probes), the invariant
-judge's when it was checked, and where everything was written and stored.
+judge's when it was checked, where everything was written and stored, and for a published
+run its notes (question set, label model, questions left out).
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ class JudgeCheckOutput(BaseModel):
     invariant: AgreementResult | None  # tier 2's invariant judge; None: not checked
     stored: list[str]  # the results kept for manifests, compare and reports
     usage: dict[str, Any] | None  # LLM accounting; None: no model was called
+    # What the labelled input held and what was filled in (a published run's question set,
+    # the judge model its labels name, questions left out, items left untyped).
+    notes: list[str] = []
+    # The labels are a published run's: each method's result.confusion has the run's accuracy
+    # by the file's labels (label_yes_rate) and by that method (judge_yes_rate).
+    published: bool = False
 
 
 def judge_check_output(outcome: JudgeCheckOutcome) -> JudgeCheckOutput:
@@ -57,4 +64,6 @@ def judge_check_output(outcome: JudgeCheckOutcome) -> JudgeCheckOutput:
         invariant=outcome.invariant.result if outcome.invariant is not None else None,
         stored=[str(p) for p in outcome.stored],
         usage=outcome.usage,
+        notes=outcome.notes,
+        published=outcome.published,
     )
