@@ -204,6 +204,20 @@ def _chosen_option(
     return None
 
 
+def _predicate(sentence: str, opt_words: list[set[str]]) -> int | None:
+    """The option a sentence naming both states as what it concludes: the one alone after its
+    last "was"/"is" ("... between a bus and a train was a train")."""
+    copulas = list(re.finditer(r"\b(?:was|is|were|are)\b", sentence))
+    if not copulas:
+        return None
+    tail = sentence[copulas[-1].end() :]
+    named = [i for i, w in enumerate(opt_words) if _first_place(tail, w) is not None]
+    if len(named) != 1 or all(_first_place(sentence, w) is None for w in opt_words):
+        return None
+    head = sentence[: copulas[-1].start()]
+    return named[0] if _first_place(head, opt_words[1 - named[0]]) is not None else None
+
+
 def _word_places(text: str, word: str) -> list[tuple[int, int]]:
     """Where `word` (a content word, stemmed) occurs in `text` as a word of its own."""
     spans = []

@@ -89,10 +89,11 @@ CORRECTION = re.compile(
 
 # A revision: what follows it is the answer the response settles on.
 REVISION = re.compile(
-    r"\b(?:actually|in\s+the\s+end|ended\s+up|in\s+fact|correction\s*[:,]|"
+    # "actually" revises when it opens a clause ("..., actually it was Y"), not as "really"
+    r"(?:(?:^|[.,;:!?(]\s*|\bno,?\s+)actually\b|\b(?:in\s+the\s+end|ended\s+up|in\s+fact|correction\s*[:,]|"
     r"correct(?:ed|ing)\s+(?:that|myself)|scratch\s+that|wait\b|i\s+mean\b|i\s+misspoke|"
     r"but\s+no\b|but\s+the\s+(?:real|right|correct)|the\s+real|went\s+with|settled\s+on|"
-    r"decided\s+on)",
+    r"decided\s+on))",
     re.IGNORECASE,
 )
 

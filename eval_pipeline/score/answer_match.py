@@ -67,7 +67,7 @@ from eval_pipeline.score.answer_words import (
     word_found,
     words_in,
 )
-from eval_pipeline.score.final_answer import SHORT_WORDS, final_answer
+from eval_pipeline.score.final_answer import SHORT_WORDS, final_answer, restates
 from eval_pipeline.score.reference_answer import accepted
 
 MATCH_RULES_VERSION = 2
@@ -181,10 +181,12 @@ def _best(alternatives: list[str], text: str, question_type: str, question: str)
     return max(matches, key=lambda m: m.coverage)
 
 
-def _abstention(final: str, response: str) -> Match:
+def _abstention(final: str, response: str, question: str = "") -> Match:
     """An unanswerable question: yes when the response says the record does not hold the
     answer (anywhere: "X is there, but not Y" is how a careful reader abstains), unless it
-    guesses after all, or concludes with a value of its own."""
+    guesses after all, or concludes with an answer of its own (a value, or a conclusion that
+    answers the question, its refusal only a reason: "You started the Ferrari first, as there
+    is no mention of the Porsche")."""
     whole, last = normalise(response), normalise(final)
     refusals = list(REFUSAL.finditer(whole))
     if not refusals:
@@ -192,9 +194,19 @@ def _abstention(final: str, response: str) -> Match:
     after = whole[refusals[-1].end() :]
     if any(GUESS.match(s) for s in re.split(r"(?<=[.!?])\s+", after) if s.strip()):
         return Match("no", "abstention: a refusal followed by a guess", 0.0, True)
-    if last != whole and not REFUSAL.search(last) and quantities(final):
-        return Match("no", "abstention: concludes with an answer of its own", 0.0, True)
+    if last != whole:
+        said = quantities(final)
+        main = _SUBORDINATE.split(last, maxsplit=1)[0]
+        # "0 times": a count of nothing says the record holds none.
+        counted = any(float(q.value) != 0 for q in said if q.kind != "date")  # type: ignore[arg-type]
+        answered = restates(main, question) and not REFUSAL.search(main)
+        if (counted and not REFUSAL.search(last)) or answered:
+            return Match("no", "abstention: concludes with an answer of its own", 0.0, True)
     return Match("yes", "abstention: recognised as unanswerable", 1.0, True)
+
+
+# Where a conclusion's reason starts: "X came first, as there is no mention of Y".
+_SUBORDINATE = re.compile(r",?\s+\b(?:as|since|because|given\s+that|so)\b\s+|;\s+")
 
 
 def _decide_one(
@@ -204,7 +216,7 @@ def _decide_one(
     refused = bool(REFUSAL.search(resp))
     question_words = content_words(question)
     ref_values = quantities(reference)
-    got_values = quantities(response)
+    got_values = _not_the_questions(quantities(response), quantities(question), ref_values)
     words = content_words(reference) - question_words or content_words(reference)
     off_by_one = question_type == "temporal-reasoning"
     matched = [given(r, got_values, off_by_one) for r in ref_values]
@@ -257,6 +269,17 @@ def _decide_one(
     if ref_values and any(comparable(r, g) for r in ref_values for g in extra):
         return Match(None, "reference value beside other values of its kind", cov, refused)
     return Match("yes", "every reference value and word in the response", cov, refused)
+
+
+def _not_the_questions(
+    got: list[Quantity], asked: list[Quantity], ref_values: list[Quantity]
+) -> list[Quantity]:
+    """The response's values without those it restates from the question ("in the past three
+    months" does not answer "3"), unless the reference is one of them."""
+    if not asked or any(same_value(r, q, off_by_one=False) for r in ref_values for q in asked):
+        return got
+    return [g for g in got if not any(q.kind == g.kind and same_value(q, g, off_by_one=False)
+                                      for q in asked)]  # fmt: skip
 
 
 def _list_part_missing(reference: str, response: str, question_words: set[str]) -> bool:

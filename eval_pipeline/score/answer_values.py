@@ -115,6 +115,10 @@ class Quantity:
     unit: str | None = None  # the unit as written (singular), for the off-by-one rule
     # Where it was read in the normalised text (`normalise`); not part of the value.
     span: tuple[int, int] = field(default=(0, 0), compare=False)
+    # Given as a bound ("less than 3 weeks", "on or before February 1st"), not as the value.
+    bound: bool = field(default=False, compare=False)
+    # A compound ("4 weeks and 2 days"): the count in its leading unit (4), as said.
+    lead: float | None = field(default=None, compare=False)
 
 
 _FREQUENCIES = [
@@ -166,6 +170,14 @@ def normalise(text: str) -> str:
     text = re.sub(r"\b(\d{1,2}(?::\d{2})?)\s+in\s+the\s+morning\b", r"\1 am", text)
     text = re.sub(r"\b(\d{1,2}(?::\d{2})?)\s+in\s+the\s+(?:afternoon|evening)\b", r"\1 pm", text)
     return text
+
+
+# Words that make a value a bound rather than the value.
+_BOUND = re.compile(
+    r"\b(?:on\s+or\s+(?:before|after)|less\s+than|fewer\s+than|more\s+than|at\s+least|"
+    r"at\s+most|no\s+more\s+than|no\s+less\s+than)\s+"
+    r"(?:the\s+)?$"
+)
 
 
 def _celsius(fahrenheit: float) -> float:
@@ -242,7 +254,8 @@ def quantities(text: str) -> list[Quantity]:
         return all(b <= x or a >= y for x, y in taken)
 
     def add(q: Quantity, span: tuple[int, int]) -> None:
-        out.append(replace(q, span=span))
+        bound = _BOUND.search(t[max(0, span[0] - 20) : span[0]]) is not None
+        out.append(replace(q, span=span, bound=bound))
         taken.append(span)
 
     month = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"  # noqa: E501
@@ -353,7 +366,8 @@ def _compound(found: list[Quantity], text: str) -> list[Quantity]:
             and re.fullmatch(r"\s*(?:,|and|,\s*and)?\s*", text[last.span[1] : q.span[0]])
         ):
             merged = float(last.value) + float(q.value)  # type: ignore[arg-type]
-            out[-1] = replace(last, value=merged, span=(last.span[0], q.span[1]))
+            lead = last.lead if last.lead is not None else _count(last)
+            out[-1] = replace(last, value=merged, span=(last.span[0], q.span[1]), lead=lead)
             continue
         out.append(q)
     return out
@@ -365,7 +379,11 @@ def same_value(ref: Quantity, got: Quantity, *, off_by_one: bool) -> bool:
         bare = (ref.kind == "number" and got.unit is not None) or (
             got.kind == "number" and ref.unit is not None
         )
-        return bare and abs(_count(got) - _count(ref)) < 1e-6
+        if not bare:
+            return False
+        # "4 weeks and 2 days" counts 4 weeks as a bare "4" reads it.
+        counts = {_count(got), *([got.lead] if got.lead is not None else [])}
+        return any(abs(c - _count(ref)) < 1e-6 for c in counts)
     if ref.kind == "date":
         ry, rm, rd = ref.value  # type: ignore[misc]
         gy, gm, gd = got.value  # type: ignore[misc]
@@ -382,7 +400,7 @@ def same_value(ref: Quantity, got: Quantity, *, off_by_one: bool) -> bool:
 def given(ref: Quantity, got: list[Quantity], off_by_one: bool) -> bool:
     """The reference value is in `got`, and not only as a bare number the response also
     writes with another unit ("7.5 + 5 = 12.5, so 12.5 miles" does not give 12.5 km)."""
-    same = [g for g in got if same_value(ref, g, off_by_one=off_by_one)]
+    same = [g for g in got if same_value(ref, g, off_by_one=off_by_one) and not g.bound]
     if ref.unit is None or any(g.unit is not None for g in same):
         return bool(same)
     other_unit = [g for g in got if g.unit is not None and g.unit != ref.unit

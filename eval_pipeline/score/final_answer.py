@@ -121,8 +121,15 @@ def _restatement(body: str, question: str) -> str | None:
     last = sentences(body)[-1] if sentences(body) else ""
     if not last or _CONDITION.match(last) or last.endswith(":") or _BULLET.match(last):
         return None
-    have = {_root(w) for w in _WORDS.findall(last.lower())}
-    return last if len(wanted & have) >= max(2, (len(wanted) + 1) // 2) else None
+    return last if restates(last, question) else None
+
+
+def restates(sentence: str, question: str) -> bool:
+    """Whether `sentence` restates `question` (half its words or more, at least two): the
+    sentence that answers it, whatever it answers."""
+    wanted = _question_words(question)
+    have = {_root(w) for w in _WORDS.findall(sentence.lower())}
+    return len(wanted) >= 2 and len(wanted & have) >= max(2, (len(wanted) + 1) // 2)
 
 
 _WORDS = re.compile(r"[a-z0-9]+")
