@@ -1,10 +1,13 @@
 """The reader: retrieval context + question + question date -> an answer.
 
-- `ExtractiveReader` (offline, labelled `offline:extractive`): the retrieved passage sharing the
-  most content words with the question, returned as is. No model, deterministic; a floor for
-  answer proxies, not a competitor. With nothing relevant retrieved it abstains.
+- `ExtractiveReader` (offline, labelled `offline:extractive`, `retrieve.extractive`): the one
+  sentence (or clause span) of the retrieved context that answers, without its timestamp
+  label; with nothing that answers, it abstains. No model, deterministic: a baseline for
+  answer proxies, not a competitor.
 - `LLMReader`: the `reader` role of the LLM layer, told what day "today" is (LongMemEval's
-  temporal questions are relative to the question date).
+  temporal questions are relative to the question date), under the prompt the run chose
+  (`retrieve.reader_prompts`: the project's, or LongMemEval's reader prompt and its
+  chain-of-thought variant).
 
 Abstention is a valid answer (LongMemEval has questions whose answer is not in memory), so it
 is a fixed sentence, never an empty string or None: None means no answer was produced.
@@ -13,33 +16,48 @@ What a reader sent is checkable (protocol check `protocol_reader_date`, `score.p
 reader that prompts a model returns a `ReaderReply` with the exact prompt it sent, and the
 runner records whether the question date is in it. A reader with no prompt (`sends_prompt =
 False`, the extractive one) returns its answer as a plain string.
+
+What a reader answers from a given context is pinned (`reader_pins`, the manifest's
+`reader_prompt`, a comparability pin): `READER_PROMPT_VERSION`, the prompt's name and the hash
+of its text.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
-from eval_pipeline.retrieve.terms import content_terms, stems, words
+from eval_pipeline.retrieve.extractive import ABSTENTION, EXTRACTIVE_LABEL, ExtractiveReader
+from eval_pipeline.retrieve.reader_prompts import (
+    DEFAULT_READER_PROMPT,
+    build_prompt,
+    prompt_hash,
+    sent_text,
+)
 
 if TYPE_CHECKING:
     from eval_pipeline.llm import LLMLayer, RoleClient
 
-ABSTENTION = "I don't know: nothing in the retrieved memory answers this question."
-EXTRACTIVE_LABEL = "offline:extractive"
 OFFLINE_SPECS = frozenset({"offline", "extractive", EXTRACTIVE_LABEL})
 
-# Bumped with any change to what a reader answers from the same context: the LLM prompt, or
-# the extractive reader's matching (2: word stems, as the full-text query expands them).
-READER_PROMPT_VERSION = 2
+# Bumped with any change to what a reader answers from the same context: the LLM prompts, or
+# the extractive reader's rules (2: word stems, as the full-text query expands them; 3: one
+# answering sentence or clause span, label stripped, never a whole passage).
+READER_PROMPT_VERSION = 3
 
-READER_SYSTEM = (
-    "You answer a user's question about their own past conversations with an assistant, "
-    "using only the memory excerpts provided. Excerpts are in rank order and may be "
-    "irrelevant; each may start with its date and speaker in brackets. Resolve relative "
-    "dates against the current date given. If the excerpts do not contain the answer, say "
-    "that you don't know rather than guess. Reply with the answer only, in one or two "
-    "sentences."
-)
+__all__ = [
+    "ABSTENTION",
+    "EXTRACTIVE_LABEL",
+    "ExtractiveReader",
+    "LLMReader",
+    "READER_PROMPT_VERSION",
+    "Reader",
+    "ReaderError",
+    "ReaderReply",
+    "as_reply",
+    "make_reader",
+    "reader_pins",
+    "sends_prompt",
+]
 
 
 class ReaderError(RuntimeError):
@@ -76,69 +94,44 @@ def sends_prompt(reader: object) -> bool:
     return bool(getattr(reader, "sends_prompt", True))
 
 
-class ExtractiveReader:
-    """The best-matching passage by content-word overlap; ties go to the better rank."""
-
-    label = EXTRACTIVE_LABEL
-    sends_prompt = False  # no model, no prompt: the date check does not apply
-
-    def answer(self, question: str, question_date: str, context: list[str]) -> str:
-        best = best_passage(question, context)
-        return ABSTENTION if best is None else context[best]
-
-
-def best_passage(question: str, context: list[str]) -> int | None:
-    """Index of the passage sharing the most distinct content words with `question`, compared
-    by stem ("marathons" matches "marathon", as the full-text query does).
-
-    None when no passage shares any (nothing relevant: abstain).
-    """
-    wanted = stems(content_terms(question, max_terms=1_000))
-    best, best_overlap = None, 0
-    for i, passage in enumerate(context):
-        overlap = len(wanted & stems(words(passage)))
-        if overlap > best_overlap:  # strict: an equal later passage ranks worse
-            best, best_overlap = i, overlap
-    return best
-
-
-def reader_prompt(question: str, question_date: str, context: list[str]) -> str:
-    """The user message an LLM reader gets: today's date, numbered excerpts, the question."""
-    if context:
-        excerpts = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(context, 1))
-    else:
-        excerpts = "(no excerpts were retrieved)"
-    return (
-        f"Today is {question_date}.\n\n"
-        f"Memory excerpts:\n{excerpts}\n\n"
-        f"Question: {question}\n"
-        "Answer:"
-    )
-
-
 class LLMReader:
-    """The `reader` role of the LLM layer. Calls are cached and counted by the layer."""
+    """The `reader` role of the LLM layer, under prompt `prompt` (`retrieve.reader_prompts`).
+    Calls are cached and counted by the layer."""
 
-    def __init__(self, client: RoleClient) -> None:
+    def __init__(self, client: RoleClient, prompt: str = DEFAULT_READER_PROMPT) -> None:
         if client.is_offline:
             raise ValueError(
                 "the LLM reader needs a model for the 'reader' role; use the offline "
                 f"'{EXTRACTIVE_LABEL}' reader instead"
             )
+        build_prompt(prompt, "", "", [])  # an unknown prompt is refused here, not mid-run
         self.client = client
+        self.prompt = prompt
         self.label = client.config.spec
 
     def answer(self, question: str, question_date: str, context: list[str]) -> ReaderReply:
-        prompt = reader_prompt(question, question_date, context)
-        completion = self.client.complete_sync(prompt, system=READER_SYSTEM)
+        system, user = build_prompt(self.prompt, question, question_date, context)
+        completion = self.client.complete_sync(user, system=system)
         text = completion.text.strip()
         if not text:
             raise ReaderError(f"reader {self.label} returned an empty answer")
-        return ReaderReply(text, f"{READER_SYSTEM}\n\n{prompt}")
+        return ReaderReply(text, sent_text(system, user))
 
 
-def make_reader(spec: str, llm: LLMLayer | None) -> Reader:
-    """`offline` (the extractive reader) or `llm` (the layer's `reader` role)."""
+def reader_pins(reader: object) -> dict[str, Any]:
+    """What a reader answers from a given context besides its model: the rules' version, and
+    for a reader that prompts a model its prompt's name and text hash (None: no prompt)."""
+    prompt = getattr(reader, "prompt", None) if sends_prompt(reader) else None
+    return {
+        "version": READER_PROMPT_VERSION,
+        "prompt": prompt,
+        "prompt_hash": prompt_hash(prompt) if isinstance(prompt, str) else None,
+    }
+
+
+def make_reader(spec: str, llm: LLMLayer | None, prompt: str = DEFAULT_READER_PROMPT) -> Reader:
+    """`offline` (the extractive reader) or `llm` (the layer's `reader` role, asked under
+    `prompt`)."""
     spec = (spec or "offline").strip()
     if spec in OFFLINE_SPECS:
         return ExtractiveReader()
@@ -148,5 +141,5 @@ def make_reader(spec: str, llm: LLMLayer | None) -> Reader:
                 "reader 'llm' needs a model for the 'reader' role (e.g. openai:gpt-4o-mini); "
                 f"offline, use reader '{EXTRACTIVE_LABEL}'"
             )
-        return LLMReader(llm.role("reader"))
+        return LLMReader(llm.role("reader"), prompt)
     raise ValueError(f"unknown reader {spec!r}: use 'offline' (extractive) or 'llm'")

@@ -123,7 +123,7 @@ def test_every_arm_answers_every_question_with_the_runs_reader(goldens, tmp_path
     assert [a.context_tokens for a in answers if a.arm == "floor"] == [0, 0]
     ceiling = answers[1]
     assert ceiling.context_tokens == tokens.count_context(ceiling.context) > 0
-    # The extractive reader answers with the best-matching evidence turn.
+    # The extractive reader answers with the evidence's answering sentence.
     assert "Clint Yeastwood" in ceiling.answer
     assert facts["ran"] == ["floor", "ceiling"] and facts["reader"] == "offline:extractive"
     assert facts["per_arm"]["ceiling"] == {"questions": 2, "no_answer": 0, "unscored": []}

@@ -15,8 +15,8 @@ from eval_pipeline.retrieve.reader import (
     ExtractiveReader,
     ReaderReply,
     make_reader,
-    reader_prompt,
 )
+from eval_pipeline.retrieve.reader_prompts import project_prompt
 from eval_pipeline.retrieve.results import QuestionRetrieval, RetrievedItem
 from eval_pipeline.retrieve.runner import RetrievalRunner, questions_from_goldens
 from eval_pipeline.score import protocol, verdicts
@@ -48,7 +48,7 @@ class DateKeepingReader:
     label = "test:keeps-date"
 
     def answer(self, question, question_date, context):
-        return ReaderReply("an answer", reader_prompt(question, question_date, context))
+        return ReaderReply("an answer", project_prompt(question, question_date, context))
 
 
 class DateDroppingReader:
@@ -57,7 +57,7 @@ class DateDroppingReader:
     label = "test:drops-date"
 
     def answer(self, question, question_date, context):
-        return ReaderReply("an answer", reader_prompt(question, "", context).replace("Today", "A"))
+        return ReaderReply("an answer", project_prompt(question, "", context).replace("Today", "A"))
 
 
 def _date_check(reader) -> protocol.CheckStatus:
