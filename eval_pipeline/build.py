@@ -164,4 +164,4 @@ def retriever_and_reader(
 
 
 def reader(config: RetrievalConfig, llm: LLMLayer | None) -> Reader:
-    return make_reader("offline" if config.reader.offline else "llm", llm)
+    return make_reader("offline" if config.reader.offline else "llm", llm, config.reader_prompt)

@@ -31,6 +31,7 @@ from eval_pipeline.llm.config import parse_provider_spec
 from eval_pipeline.llm.errors import LLMConfigError
 from eval_pipeline.llm.names import STRUCTURED_OUTPUT_MODES
 from eval_pipeline.retrieve.arms import parse_arms
+from eval_pipeline.retrieve.reader_prompts import DEFAULT_READER_PROMPT, ReaderPrompt
 from eval_pipeline.score.panel import parse_panel, split_specs
 from eval_pipeline.score.verdict_choice import VerdictChoice, choose_verdict
 from eval_pipeline.settings import state_dir as default_state_dir
@@ -349,6 +350,13 @@ class RetrievalConfig(Section):
         json_schema_extra=cli("--top-k", "K"),
     )
     reader: ModelRole = _role("--reader", "reader", "reader model (default: offline)")
+    reader_prompt: ReaderPrompt = Field(
+        default=DEFAULT_READER_PROMPT,
+        description="what a reader model is asked: project (the project's prompt), "
+        "longmemeval (LongMemEval's reader prompt, in our words) or longmemeval-cot (its "
+        "chain-of-thought variant); a pin: runs under different prompts do not compare",
+        json_schema_extra=cli("--reader-prompt", "NAME"),
+    )
     agent: ModelRole = _role("--retrieval-agent", "retrieval-agent", "model for graph_agent")
     payload_cap_tokens: int = Field(default=4000, ge=1, description="graph_agent context cap")
     max_steps: int = Field(default=6, ge=1, description="graph_agent step budget")

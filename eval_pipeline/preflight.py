@@ -34,6 +34,7 @@ from eval_pipeline.llm.role_check import ModelRoleError, check_local_role, check
 from eval_pipeline.llm.uri_credentials import looks_secret_value, mask_uri, uri_credential
 from eval_pipeline.plugins.errors import PluginLoadError
 from eval_pipeline.reconcile.protocol import ReconcileError
+from eval_pipeline.retrieve.reader_prompts import DEFAULT_READER_PROMPT
 from eval_pipeline.score.panel import OPTION as PANEL_OPTION
 from eval_pipeline.score.panel import PanelError, parse_panel
 
@@ -42,6 +43,17 @@ BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
 class PreflightError(ValueError):
     """An option that cannot work; the message is one line naming it."""
+
+
+def check_reader_prompt(run: RunConfig) -> None:
+    """A reader prompt other than the default asks for a reader model: the offline reader
+    sends no prompt, and a run pinned to a prompt nobody read would claim what it did not do."""
+    prompt = run.retrieval.reader_prompt
+    if prompt != DEFAULT_READER_PROMPT and run.retrieval.reader.offline:
+        raise PreflightError(
+            f"--reader-prompt {prompt}: the offline reader sends no prompt; give a reader "
+            "model (--reader PROVIDER:MODEL) or leave --reader-prompt out"
+        )
 
 
 def _refuse_credentials(uri: str, option: str) -> None:
@@ -245,6 +257,7 @@ def preflight(run: RunConfig) -> None:
         )
     except ModelRoleError as exc:
         raise PreflightError(str(exc)) from None
+    check_reader_prompt(run)
     layers = []
     try:
         try:

@@ -64,3 +64,16 @@ def test_preflight_refuses_an_oversized_record_of_an_unpinned_file(tmp_path):
         f"--upstream {up}: record 'q2', field 'haystack_sessions[1]': 2,001 turns, over the "
         "limit of 2,000 per session"
     )
+
+
+def test_a_reader_prompt_without_a_reader_model_is_refused(tmp_path):
+    # The offline reader sends no prompt: a run pinned to LongMemEval's would claim a reading
+    # nobody did.
+    run = RunConfig.model_validate(
+        {
+            "paths": {"state_dir": str(tmp_path)},
+            "retrieval": {"reader_prompt": "longmemeval-cot"},
+        }
+    )
+    with pytest.raises(PreflightError, match="--reader-prompt longmemeval-cot: the offline"):
+        preflight(run)

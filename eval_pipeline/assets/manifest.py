@@ -274,6 +274,9 @@ def build_manifest(
             "scope": retrieval_pins.get("scope"),
             "top_k": retrieval_pins.get("top_k"),
             "reader": retrieval_pins.get("reader"),
+            # What the reader answers from a context besides its model: its rules' version,
+            # its prompt and the prompt's hash (None: a retrieval from before this pin).
+            "reader_prompt": retrieval_pins.get("reader_prompt"),
             "judge": {
                 "model": scoring.judge.model,
                 # The answer judge's own prompts (the built-in's: LongMemEval's protocol); a

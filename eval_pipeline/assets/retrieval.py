@@ -67,7 +67,7 @@ from eval_pipeline.retrieve.evidence_trace import TRACE_FILE, evidence_traces
 from eval_pipeline.retrieve.journal import Journal, journal_path, measured, merged
 from eval_pipeline.retrieve.protocol import RetrievalEnv, RetrieverLoadError
 from eval_pipeline.retrieve.provenance import ProvenanceResolver
-from eval_pipeline.retrieve.reader import READER_PROMPT_VERSION, sends_prompt
+from eval_pipeline.retrieve.reader import reader_pins, sends_prompt
 from eval_pipeline.retrieve.results import RESULTS_SCHEMA_VERSION, QuestionRetrieval
 from eval_pipeline.retrieve.runner import RetrievalRunner, questions_from_goldens
 from eval_pipeline.score import protocol
@@ -494,7 +494,7 @@ def _retrieve(
             "scope": retrieval.scope,
             "top_k": retrieval.top_k,
             "reader": reader.label,
-            "reader_prompt_version": READER_PROMPT_VERSION,
+            "reader_prompt": reader_pins(reader),
             "tokenizer": tokenizer.pin(),
             "results_schema_version": RESULTS_SCHEMA_VERSION,
             "llm": llm.pins() if llm is not None else None,

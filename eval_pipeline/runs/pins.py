@@ -98,6 +98,9 @@ COMPARABILITY_PINS: tuple[Pin, ...] = (
     Pin("retriever.embedder.sha256", _at("retriever", "embedder", "sha256")),
     Pin("tokenizer", _at("tokenizer")),
     Pin("reader", _at("reader")),
+    # What the reader answers from a context: its rules' version and its prompt (a run from
+    # before this pin reads None, and its reader was another one).
+    Pin("reader.prompt", _at("reader_prompt")),
     # How sessions became graph data (the injection schema every memory system builds on):
     # another one is another haystack. The memory system's own schema is a change, below.
     Pin("graph.schema_version", _at("graph", "schema_version")),

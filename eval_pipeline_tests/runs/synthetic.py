@@ -42,6 +42,7 @@ BASE_PINS: dict[str, Any] = {
     "scope": "question",
     "top_k": 10,
     "reader": "offline:extractive",
+    "reader_prompt": {"version": 3, "prompt": None, "prompt_hash": None},
     "judge": {
         "model": "openai:gpt-4o-mini",
         "prompt_hash": "sha256:1234",
@@ -75,6 +76,8 @@ PIN_CHANGES: dict[str, tuple[str, Any]] = {
     "judge.invariant_prompt_hash": ("judge.invariant_prompt_hash", "sha256:7777"),
     "tokenizer": ("tokenizer.tokenizer", "cl100k_base"),
     "reader": ("reader", "openai:gpt-4o"),
+    # The reader's rules or prompt (an LLM reader under LongMemEval's prompt, say).
+    "reader.prompt": ("reader_prompt.version", 2),
     "gate": ("gate.evidence_recall", "recall_all@5"),
     "graph.schema_version": ("graph.schema_version", 2),
     # Whole: a manifest pins all of it (batches, assignment, version) or, from before

@@ -122,6 +122,14 @@ class TokenizerPin(Part):
     bpe_sha256: str
 
 
+class ReaderPromptPin(Part):
+    """What a reader answers from a given context besides its model (retrieve.reader)."""
+
+    version: int  # READER_PROMPT_VERSION: the prompts' and the extractive rules' version
+    prompt: str | None = None  # project | longmemeval | longmemeval-cot; None: no prompt
+    prompt_hash: str | None = None  # sha256 of the prompt's text
+
+
 class Pins(Part):
     corpus: CorpusPins
     graph: GraphPins
@@ -134,6 +142,7 @@ class Pins(Part):
     scope: str | None
     top_k: int | None
     reader: str | None
+    reader_prompt: ReaderPromptPin | None = None  # absent before reader prompts were pinned
     judge: JudgePins
     # Reader and graph-agent roles as retrieval ran them: provider-specific role pins.
     llm_roles: dict[str, dict[str, Any]] = Field(default_factory=dict)
