@@ -298,7 +298,10 @@ def _fmt(value: float | None) -> str:
 
 
 def print_summary(run_dir: Path) -> None:
+    from eval_pipeline.score.coverage_meaning import coverage_meaning
+
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     for tier, s in summary["tiers"].items():
         c, cov = s["counts"], s["coverage"]
         # Tier-2 evidence is never a user turn: only the all-evidence variant applies there.
@@ -318,6 +321,9 @@ def print_summary(run_dir: Path) -> None:
             print(f"tier {tier} {funnel_line(s['funnel'])}")
         if s.get("arms"):  # --arms: where the system sits between floor and ceiling
             print(f"tier {tier} reference arms: {s['arms']['position']['overall']}")
+    meaning = coverage_meaning(manifest.get("pins"))
+    if meaning:  # what "covered" means when no model read or judged
+        print(meaning)
     for line in judge_lines(run_dir):
         print(line)
     for line in protocol_lines(run_dir):
