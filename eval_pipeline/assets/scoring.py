@@ -7,9 +7,9 @@ reference arms' answers when they ran (`score.arms`), puts each question that wa
 at the stage it failed (`score.attribution`), aggregates per tier and writes the bundle. Every
 pin and count in the manifest comes from that chain of outputs (`manifest.py`). A question
 left unscored by an infrastructure failure makes the bundle `incomplete`; the asset's blocking
-check `scored_run_complete` then fails. Its protocol check (blocking): abstention questions,
-and only they, were judged under the abstention rubric; the manifest's `protocol` map holds it
-and every earlier stage's.
+check `scored_run_complete` then fails. Its protocol checks: abstention questions, and only
+they, were judged under the abstention rubric (blocking); the system is not above its
+ceiling arm (warns); the manifest's `protocol` map holds them and every earlier stage's.
 """
 
 import json
@@ -60,6 +60,7 @@ from eval_pipeline.score.arms import judge_arms, row_arms
 from eval_pipeline.score.arms import markdown as arms_markdown
 from eval_pipeline.score.attribution import attribute, funnel_markdown
 from eval_pipeline.score.canaries import canary_row, canary_summary, canary_verdict
+from eval_pipeline.score.coverage_meaning import coverage_meaning
 from eval_pipeline.score.judges import judge_batch
 from eval_pipeline.score.scorer import evidence_level, retrieval_unmeasured, score_question
 from eval_pipeline.score.summary import summarize, summary_markdown
@@ -223,6 +224,7 @@ def questions_markdown(rows: list[dict]) -> str:
             "failure (else the bundle says `incomplete`, and nothing compares or calibrates it).",
         ),
         protocol_spec(protocol.ABSTENTION_RUBRIC, "scored_run"),
+        protocol_spec(protocol.WITHIN_CEILING, "scored_run"),
         # Blocking: scores of a memory system that loses what it was just told measure a
         # broken system, so nothing compares or calibrates them (the bundle is still written).
         dg.AssetCheckSpec(
@@ -277,8 +279,10 @@ def scored_run(
     # The dataset errata the goldens stage applied: each tier-1 row's flag, or None (before
     # the stages are attributed: a suspect gold is a stage of its own).
     rows = with_errata(rows, read_flags(retrieval.inputs["goldens"].file(ERRATA_FILE)))
-    rows = attribute(rows, evidence_traces_of(batches))
+    # The arms before the stages: a miss the reader makes with the evidence in front of it
+    # too (the ceiling) is the reader's, whatever retrieval returned.
     rows, arms_record = _score_arms(context, scoring, repeat, goldens, batches, rows)
+    rows = attribute(rows, evidence_traces_of(batches))
     summary = summarize(rows)
     canaries, canary_usage = _score_canaries(context, scoring, repeat, batches, tokenizer, level)
     if canaries is not None:
@@ -327,6 +331,10 @@ def scored_run(
     if not rubric.ok:
         context.log.error(f"{protocol.ABSTENTION_RUBRIC}: {rubric.status}: {rubric.detail}")
     manifest["protocol"][protocol.ABSTENTION_RUBRIC] = rubric.model_dump()
+    within_ceiling = protocol.within_ceiling_check(summary["tiers"])
+    if within_ceiling.status == "warning":
+        context.log.warning(f"{protocol.WITHIN_CEILING}: {within_ceiling.detail}")
+    manifest["protocol"][protocol.WITHIN_CEILING] = within_ceiling.model_dump()
     if canary_usage is not None:
         # The canaries' judge calls, apart from the questions' (whose percentiles they keep).
         manifest["llm_usage"]["canaries"] = canary_usage
@@ -400,7 +408,9 @@ def scored_run(
             "run_dir": dg.MetadataValue.path(str(run_dir)),
         },
     )
-    yield from protocol_results({protocol.ABSTENTION_RUBRIC: rubric})
+    yield from protocol_results(
+        {protocol.ABSTENTION_RUBRIC: rubric, protocol.WITHIN_CEILING: within_ceiling}
+    )
 
 
 def _score_canaries(
@@ -639,6 +649,9 @@ def _metadata(
             if v is not None
         }
     )
+    meaning = coverage_meaning(manifest["pins"])
+    if meaning:  # what "covered" means when no model read or judged
+        metadata["coverage_means"] = dg.MetadataValue.text(meaning)
     judge_usage = manifest["llm_usage"]["judge"]
     if judge_usage is not None:
         metadata["judge_usage"] = dg.MetadataValue.json(judge_usage)

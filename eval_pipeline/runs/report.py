@@ -53,6 +53,8 @@ from eval_pipeline.runs.svg import (
     value_bars,
 )
 from eval_pipeline.score import protocol
+from eval_pipeline.score.attribution import ceiling_missed
+from eval_pipeline.score.coverage_meaning import coverage_meaning
 from eval_pipeline.score.stats import bootstrap_ci
 
 RUN_REPORT = "report.html"
@@ -570,7 +572,7 @@ STAGE_TITLES = {
     "gold_suspect": "gold suspect (errata)",
     "formation": "formation (memory never held it)",
     "retrieval": "retrieval (held, not returned)",
-    "reader": "reader (returned, answered wrong)",
+    "reader": "reader (answered wrong with the evidence returned or given)",
     "judge_split": "judge split (judges disagree)",
 }
 
@@ -1016,6 +1018,9 @@ def _config_line(run: RunBundle, judgeless: bool) -> str:
             ' <span class="muted">(no judge: judged metrics and abstention questions are '
             "unscored, never 0)</span>"
         )
+    meaning = coverage_meaning(p)
+    if meaning:
+        text += f'<br><span class="muted">{_e(meaning)}.</span>'
     return f"<p>{text}</p>"
 
 
@@ -1162,10 +1167,18 @@ def _question_card(r: ResultRow, text: str | None, judgeless: bool) -> str:
 
 def _memory_note(r: ResultRow) -> str:
     held = (_x(r, "evidence_memory") or {}).get("held") or {}
-    if not held:
-        return ""
-    parts = ", ".join(f"{_e(u)} {_e(v)}" for u, v in held.items())
-    return f'<br><span class="muted">evidence in memory: {parts}</span>'
+    out = ""
+    ceiling = (_x(r, "arms") or {}).get("ceiling")
+    ceiling = ceiling.model_dump() if hasattr(ceiling, "model_dump") else ceiling
+    if _x(r, "failure_stage") == "reader" and ceiling_missed({"arms": {"ceiling": ceiling}}):
+        out += (
+            '<br><span class="muted">the reader missed it given the evidence sessions too '
+            "(ceiling arm)</span>"
+        )
+    if held:
+        parts = ", ".join(f"{_e(u)} {_e(v)}" for u, v in held.items())
+        out += f'<br><span class="muted">evidence in memory: {parts}</span>'
+    return out
 
 
 def _questions_section(run: RunBundle, judgeless: bool) -> str:

@@ -12,7 +12,10 @@ judges' verdicts — so a miss can be put where it happened, in pipeline order:
 - `judge_split`: the evidence was returned, the answer failed, and the judges of a panel
   disagree on it;
 - `reader`: the context held the evidence (or there was none to hold: abstention), the answer
-  is wrong.
+  is wrong; or the reference arms ran and the reader missed the question with the evidence
+  sessions in front of it too (the ceiling arm not covered). Then better formation or
+  retrieval would not have saved it: what the reader cannot do (the offline reader's count
+  across sessions, date arithmetic) is the reader's miss, not retrieval's.
 
 Null for a covered question, for one the pipeline's own failure left unmeasured (never the
 system's miss) and for one no gate failed on (undecided). `weakest_link` (the first gating
@@ -49,6 +52,12 @@ def _formation_missed(row: Mapping[str, Any], trace: Mapping[str, Any] | None) -
     return any(held != "live" for unit, held in trace["held"].items() if unit not in returned)
 
 
+def ceiling_missed(row: Mapping[str, Any]) -> bool:
+    """The ceiling arm ran on this question and the reader, given the evidence sessions,
+    did not cover it either."""
+    return ((row.get("arms") or {}).get("ceiling") or {}).get("covered") is False
+
+
 def failure_stage(row: Mapping[str, Any], trace: Mapping[str, Any] | None = None) -> str | None:
     """The stage a not-covered question failed at (see the module doc), or None."""
     if row["covered"] is True or row.get("infra_failures"):
@@ -59,6 +68,8 @@ def failure_stage(row: Mapping[str, Any], trace: Mapping[str, Any] | None = None
     if (row.get("errata") or {}).get("status") == "suspect":
         return "gold_suspect"
     if RETRIEVAL_GATES.intersection(failed):
+        if ceiling_missed(row):
+            return "reader"  # the evidence itself would not have been enough
         return "formation" if _formation_missed(row, trace) else "retrieval"
     if row.get("panel_split"):
         return "judge_split"

@@ -29,6 +29,13 @@ The checks (names as in the manifest):
    carries an evidence marker, and the memory formed holds none.
 6. `protocol_repeated_sessions` (fails_run): a session id repeated within one haystack is
    found and handled in conversion (the first kept), counted in the corpus manifest.
+7. `protocol_system_within_ceiling` (warns): with the ceiling arm (`--arms`), the system's
+   coverage is not above the ceiling's — the same reader given the evidence sessions —
+   overall or for any question type (answerable questions; abstention apart, where the
+   ceiling puts the near-miss in front of the reader by design). A system above its ceiling
+   scores answers the reader could not give from the evidence itself: a reader that pastes
+   more context, a judge that rewards length, or a ceiling context that misses what
+   retrieval found. Not applicable without the ceiling arm.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ TOP_K_BELOW_HAYSTACK = "protocol_top_k_below_haystack"
 WITHIN_TOP_K = "protocol_within_top_k"
 WRITER_NO_MARKER = "protocol_writer_sees_no_marker"
 REPEATED_SESSIONS = "protocol_repeated_sessions"
+WITHIN_CEILING = "protocol_system_within_ceiling"
 
 # The rubric a judge applied to one answer (`MetricResult.rubric` of its answer_judge).
 ABSTENTION = "abstention"
@@ -95,6 +103,13 @@ CHECKS: dict[str, ProtocolCheck] = {
             "fails_run",
             "No session handed to the memory writer carries an evidence marker, and the "
             "memory formed holds none.",
+        ),
+        ProtocolCheck(
+            WITHIN_CEILING,
+            "warns",
+            "With the ceiling arm, the system's coverage is not above the ceiling's (the same "
+            "reader given the evidence sessions), overall or for any question type (warns; "
+            "not applicable without --arms ceiling).",
         ),
         ProtocolCheck(
             REPEATED_SESSIONS,
@@ -325,6 +340,58 @@ def repeated_sessions_check(report: Mapping[str, Any] | None) -> CheckStatus:
         "passed",
         f"handled: {repeats} repeat(s) in {haystacks} haystack(s) of the selected questions "
         f"(first occurrence kept, repeat dropped; {_ids(sorted(report.get('questions') or {}))})",
+    )
+
+
+# --- 7. the system within its ceiling ------------------------------------------------------
+
+
+def _rate(est: Mapping[str, Any] | None) -> float | None:
+    return None if not est else est.get("rate")
+
+
+def _pct(rate: float) -> str:
+    return f"{100 * rate:.1f}%"
+
+
+def within_ceiling_check(tiers: Mapping[str, Mapping[str, Any]]) -> CheckStatus:
+    """`tiers`: a summary's tiers (`score.summary`), each with the system's coverage and, when
+    the arms ran, `arms` (`score.arms.tier_summary`). Compared where both rates were scored."""
+    above: list[str] = []
+    compared = 0
+    for tier, s in tiers.items():
+        ceiling = ((s.get("arms") or {}).get("arms") or {}).get("ceiling")
+        if ceiling is None:
+            continue
+        lines = [("answerable", _rate(s.get("coverage")), _rate(ceiling.get("coverage")))]
+        lines += [
+            (qtype, _rate(est), _rate((ceiling.get("coverage_by_type") or {}).get(qtype)))
+            for qtype, est in (s.get("coverage_by_type") or {}).items()
+        ]
+        for name, system, ceil in lines:
+            if system is None or ceil is None:
+                continue
+            compared += 1
+            if system > ceil:
+                above.append(f"tier {tier} {name}: system {_pct(system)} > ceiling {_pct(ceil)}")
+    if not compared:
+        return outcome(
+            WITHIN_CEILING,
+            "not_applicable",
+            "no ceiling arm was scored (run with --arms ceiling)",
+        )
+    if above:
+        return outcome(
+            WITHIN_CEILING,
+            "warning",
+            f"the system scores above its ceiling (the reader given the evidence) in "
+            f"{len(above)} of {compared} line(s): {'; '.join(above)}",
+        )
+    return outcome(
+        WITHIN_CEILING,
+        "passed",
+        f"the system is at or below its ceiling in all {compared} line(s) (overall and per "
+        "question type)",
     )
 
 

@@ -55,7 +55,9 @@ def test_asset_writes_one_result_per_question_and_the_check_passes(tmp_path, fix
         assert r.retriever == "fulltext" and r.scope == "question"
         assert r.reader == "offline:extractive"
         assert r.retrieved_turn_ids[0] == best and r.errors == []
-        assert r.answer == r.retrieval_context[0] and r.payload_tokens > 0
+        # The reader's answer: a sentence of the best-ranked passage, without its label.
+        assert r.answer in r.retrieval_context[0] and r.payload_tokens > 0
+        assert not r.answer.startswith("[")
     missing = by_id["q_missing"]
     assert missing.items == [] and missing.answer is None
     assert "no haystack sessions" in missing.errors[0]

@@ -14,7 +14,7 @@ from eval_pipeline.runs.load import load_run
 from eval_pipeline.runs.pins import COMPARABILITY_PINS, differing_pins, pin_values
 from eval_pipeline.runs.records import ResultRow, Summary
 from eval_pipeline.runs.records.base import for_writing
-from eval_pipeline.score import arms
+from eval_pipeline.score import arms, protocol
 from eval_pipeline.score.answer_judge import load_judge
 from eval_pipeline.score.judges import offline_judge_results
 from eval_pipeline.score.scorer import score_question
@@ -175,3 +175,39 @@ def test_arms_change_no_pin_of_the_systems_scores(tmp_path):
     assert floor_key(a) == floor_key(b)
     sa, sb = a.summary["tiers"]["1"], b.summary["tiers"]["1"]
     assert {k: v for k, v in sb.items() if k != "arms"} == sa
+
+
+def _summary_with(ceiling: dict[str, str | None]) -> dict:
+    answers = [
+        _answer(q, arm, text, down=text is None)
+        for q, (floor, _) in ANSWERS.items()
+        for arm, text in (("floor", floor), ("ceiling", ceiling.get(q, ANSWERS[q][1])))
+    ]
+    rows = arms.row_arms(_rows(), answers, arms.judge_arms(_judge(), None, GOLDENS, answers))
+    return summarize(rows)
+
+
+def test_the_protocol_check_passes_a_system_within_its_ceiling():
+    status = protocol.within_ceiling_check(_summary_with({})["tiers"])
+    assert status.status == "passed" and status.effect == "warns"
+    assert "in all 3 line(s)" in status.detail  # answerable and its two question types
+
+
+def test_the_protocol_check_warns_where_a_system_is_above_its_ceiling():
+    # The ceiling misses q1, which the system covered: above it overall (1/3 > 0/3) and for
+    # q1's type (1/2 > 0/2); abstention questions are not compared.
+    status = protocol.within_ceiling_check(
+        _summary_with({"q1": "a red bike", "q2": "a red bike"})["tiers"]
+    )
+    assert status.status == "warning" and not status.refuses
+    assert status.detail.endswith(
+        "in 2 of 3 line(s): tier 1 answerable: system 33.3% > ceiling 0.0%; "
+        "tier 1 multi-session: system 50.0% > ceiling 0.0%"
+    )
+
+
+def test_the_protocol_check_does_not_apply_without_a_ceiling():
+    assert protocol.within_ceiling_check(summarize(_rows())["tiers"]).status == "not_applicable"
+    # A ceiling left unscored on every question (its reader down) has nothing to compare.
+    down = _summary_with(dict.fromkeys(GOLDENS))
+    assert protocol.within_ceiling_check(down["tiers"]).status == "not_applicable"

@@ -77,6 +77,22 @@ def test_evidence_no_memory_holds_is_a_formation_miss():
     assert failure_stage(r, trace({"s1#0": "superseded"})) == "formation"
 
 
+def test_a_miss_the_reader_makes_given_the_evidence_too_is_the_readers():
+    # A count across sessions: retrieval missed a session, but the reader did not cover the
+    # question with every evidence session in front of it either (the ceiling arm).
+    ceiling_missed = {"ceiling": {"covered": False}, "floor": {"covered": False}}
+    r = row(recall=False, answer=False, retrieved=("s9#0",), arms=ceiling_missed)
+    assert failure_stage(r, trace({"s1#0": "absent"})) == "reader"
+    assert failure_stage(r, trace({"s1#0": "live"})) == "reader"
+    # With the ceiling covered (or unscored, or not run) retrieval's miss stays retrieval's.
+    for arms in ({"ceiling": {"covered": True}}, {"ceiling": {"covered": None}}, None):
+        r = row(recall=False, answer=False, retrieved=("s9#0",), arms=arms)
+        assert failure_stage(r, trace({"s1#0": "live"})) == "retrieval"
+    # A suspect gold answer still comes first.
+    r = row(recall=False, arms=ceiling_missed, errata={"status": "suspect"})
+    assert failure_stage(r, trace({"s1#0": "live"})) == "gold_suspect"
+
+
 def test_a_returned_unit_that_memory_lacks_is_not_a_formation_miss():
     # Retrieval returned s1#0 (through some other memory); the missing one is s1#1, held.
     r = row(recall=False, retrieved=("s1#0",))
