@@ -29,12 +29,17 @@ def configuration_words(pins: dict[str, Any]) -> list[str]:
     backend = _name(pins.get("graph"), "backend") or "?"
     sample = (pins.get("corpus") or {}).get("sample_spec", {}).get("sample") or "all"
     judge = _name(pins.get("judge"), "model") or "?"
+    # The reader's prompt when not the project's (a LongMemEval prompt reads apart).
+    prompt = _name(pins.get("reader_prompt"), "prompt")
+    reader = f"{pins.get('reader') or '?'}" + (
+        f" ({prompt} prompt)" if prompt not in (None, "project") else ""
+    )
     words = [
         f"memory {reconciler}",
         f"{retriever} top-{top_k}" if top_k is not None else retriever,
         backend,
         f"sample {sample}",
-        f"reader {pins.get('reader') or '?'}",
+        f"reader {reader}",
         f"judge {judge}",
     ]
     scope = pins.get("scope")

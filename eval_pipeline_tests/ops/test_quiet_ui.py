@@ -100,3 +100,7 @@ def test_series_labels_tell_top_k_apart() -> None:
     )
     assert "fulltext top-10" in ten and ten.endswith("cfg 1234abcd")
     assert "scope haystack" in series_label({**pins, "scope": "haystack"}, "0" * 16)
+    lme = {**pins, "reader": "openai:gpt-4o", "reader_prompt": {"prompt": "longmemeval-cot"}}
+    assert "reader openai:gpt-4o (longmemeval-cot prompt)," in series_label(lme, "0" * 16)
+    project = {**lme, "reader_prompt": {"prompt": "project"}}
+    assert "reader openai:gpt-4o, judge" in series_label(project, "0" * 16)
