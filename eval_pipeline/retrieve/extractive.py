@@ -9,16 +9,17 @@ No model, deterministic. What it does, in order:
 2. **Sentences.** Each passage is cut into sentences (line breaks, then `.`, `!`, `?` before
    a word that does not start in lower case; a sentence ending in `:` joins the one it
    announces, a bare list marker joins its item).
-3. **The answering sentence.** A sentence is a candidate when it shares at least
-   `min_shared` of the question's content words, compared by stem as the full-text query
-   matches them (`retrieve.terms`), and it can state an answer: it is not a question and it
-   says something the question does not (a content word outside the question). The most
-   shared words win; a tie goes to a current passage over a superseded one, then — when the
-   question asks about the present ("now", "current", ...) — to the newest dated passage,
-   then to the earlier-ranked passage, then to the earlier sentence.
-4. **A span, not a paragraph.** A sentence longer than `MAX_WORDS` is narrowed to the run of
-   clauses from the first that shares a question word through the next one (the answer
-   usually follows the words it answers), cut at `MAX_WORDS`.
+3. **The answering sentence.** A sentence is a candidate when it shares at least two of the
+   question's content words (one, for a one-word question), compared by stem as the
+   full-text query matches them (`retrieve.terms`), and it can state an answer: it is not a
+   question and it says something the question does not (a content word outside it). The
+   most shared words win; a tie goes to a current passage over a superseded one, then — when
+   the question asks about the present ("now", "current", ...) — to the newest dated passage,
+   then to the rarer shared words (IDF over the context's sentences: a word in every sentence
+   tells none apart), then to the better-ranked passage, then to the earlier sentence.
+4. **A span, not a paragraph.** A sentence longer than `MAX_WORDS` is narrowed to its run of
+   clauses (within `MAX_WORDS`) sharing the most question words, with the clause after it when
+   the run says nothing the question does not (the answer often follows the words it answers).
 
 No candidate: the fixed abstention sentence. One sentence is all it can give, so what takes
 several (a count across sessions, a total, an order of events) or arithmetic on dates is

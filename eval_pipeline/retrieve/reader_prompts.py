@@ -43,9 +43,8 @@ PROJECT_SYSTEM = (
 
 # LongMemEval's structure, our words (see the module doc).
 _HISTORY_INTRO = (
-    "Below are excerpts from earlier conversations between you and a user, each with the "
-    "date it took place. Answer the question at the end from whatever in those "
-    "conversations bears on it."
+    "Below are excerpts from earlier conversations you had with a user, each dated. Answer "
+    "the question at the end from whatever in those conversations bears on it."
 )
 _STEP_BY_STEP = (
     " Work it out in steps: first write down every fact from the conversations that matters "
