@@ -147,13 +147,17 @@ def option_verdict(reference: str, text: str, question: str) -> Settled | None:
     opt_words = _question_options(question)
     if opt_words is None:
         return None
-    ref_words = content_words(reference)
-    own = [len(ref_words & w) / max(1, len(w)) for w in opt_words]
-    if max(own) < 0.5 or own[0] == own[1]:
-        return None
-    wanted = 0 if own[0] > own[1] else 1
     temporal = bool(_EARLIER.search(question) or _LATER.search(question))
     asks_later = bool(_LATER.search(question)) and not _EARLIER.search(question)
+    # The option the reference chooses; a reference that names both ("The neutering came
+    # first; the switch was in March") is read as a response is.
+    wanted = _chosen_option(normalise(reference), opt_words, asks_later, temporal)
+    if wanted is None:
+        ref_words = content_words(reference)
+        own = [len(ref_words & w) / max(1, len(w)) for w in opt_words]
+        if max(own) < 0.5 or own[0] == own[1]:
+            return None
+        wanted = 0 if own[0] > own[1] else 1
     resp = normalise(text)
     chosen = _chosen_option(resp, opt_words, asks_later, temporal)
     if chosen is None:

@@ -30,9 +30,10 @@ REFUSAL = re.compile(
     r"|(?:can't|cannot|can\s+not|couldn't)\s+(?:\w+\s+)?(?:say|tell)\s+(?:for\s+(?:sure|"
     r"certain)|which|exactly)"
     r"|can\s+only\s+(?:confirm|find|see|tell|say|speak|account)"
-    r"|(?:never|not|wasn't|isn't|haven't|hasn't|didn't)\s+(?:been\s+)?"
-    r"(?:mentioned|mention|told|said|shared|discussed|specified|stated|provided|recorded|"
-    r"come\s+up|talked|captured|documented|included|given|found|logged|noted)"
+    r"|(?:never|not|wasn't|isn't|haven't|hasn't|didn't)\s+(?:been\s+)?(?:actually\s+|really\s+|"
+    r"ever\s+|explicitly\s+)?(?:mentioned|mention|told|said|shared|discussed|specified|stated|"
+    r"provided|recorded|come\s+up|talked|captured|documented|included|given|found|logged|"
+    r"noted|suggest(?:ed)?|recommend(?:ed)?)"
     r"|(?:does|do|did|doesn't|don't|didn't)\s+(?:not\s+)?(?:contain|specify|include|mention|"
     r"provide|state|indicate|record|show|cover|reveal|say\s+(?:how|when|what|which|where|who))"
     r"|(?:not|isn't|aren't|wasn't)\s+(?:in|part\s+of|among|covered\s+(?:in|by)|anywhere\s+in)\s+"
@@ -90,7 +91,7 @@ CORRECTION = re.compile(
 # A revision: what follows it is the answer the response settles on.
 REVISION = re.compile(
     # "actually" revises when it opens a clause ("..., actually it was Y"), not as "really"
-    r"(?:(?:^|[.,;:!?(]\s*|\bno,?\s+)actually\b|\b(?:in\s+the\s+end|ended\s+up|in\s+fact|correction\s*[:,]|"
+    r"(?:(?:^|[.,;:!?(]\s*|\b(?:no|but|i|you|we|it),?\s+)actually\b|\b(?:in\s+the\s+end|ended\s+up|in\s+fact|correction\s*[:,]|"
     r"correct(?:ed|ing)\s+(?:that|myself)|scratch\s+that|wait\b|i\s+mean\b|i\s+misspoke|"
     r"but\s+no\b|but\s+the\s+(?:real|right|correct)|the\s+real|went\s+with|settled\s+on|"
     r"decided\s+on))",

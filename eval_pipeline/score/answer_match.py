@@ -217,7 +217,11 @@ def _decide_one(
     question_words = content_words(question)
     ref_values = quantities(reference)
     got_values = _not_the_questions(quantities(response), quantities(question), ref_values)
-    words = content_words(reference) - question_words or content_words(reference)
+    # The reference's own words; those the question already says ("10,000 steps" for "my
+    # step goal") only when nothing else, not even a value, carries the answer.
+    words = content_words(reference) - question_words
+    if not words and not ref_values:
+        words = content_words(reference)
     off_by_one = question_type == "temporal-reasoning"
     matched = [given(r, got_values, off_by_one) for r in ref_values]
     if not words and not ref_values:

@@ -379,6 +379,11 @@ def same_value(ref: Quantity, got: Quantity, *, off_by_one: bool) -> bool:
         bare = (ref.kind == "number" and got.unit is not None) or (
             got.kind == "number" and ref.unit is not None
         )
+        if {ref.unit, got.unit} == {"gbp", "pound"}:  # "£230" and "230 pounds"
+            return (
+                abs(float(ref.value) - float(got.value) / _UNITS["pound"][1]) < 1e-6
+                or abs(float(got.value) - float(ref.value) / _UNITS["pound"][1]) < 1e-6
+            )
         if not bare:
             return False
         # "4 weeks and 2 days" counts 4 weeks as a bare "4" reads it.
