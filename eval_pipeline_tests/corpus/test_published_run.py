@@ -121,3 +121,32 @@ def test_verdicts_as_the_field_writes_them():
         True, True, True, False, True, False, False,
     ]  # fmt: skip
     assert parse_label("unsure") is None and parse_label(2) is None
+
+
+def test_a_label_file_without_types_takes_them_from_the_question_set(tmp_path, refs):
+    """Labels files as people write them: the five required fields, LongMemEval's ids."""
+    from eval_pipeline.corpus.judge_labels import load_labels
+    from eval_pipeline.score.judge_check import label_input
+
+    rows = [
+        {"id": "aaaa0002", "question": "How many plants did I buy?", "reference": "3",
+         "response": "Three.", "label": "yes", "hard_case": "my_own_tag"},
+        {"id": "aaaa0003_abs", "question": "What is my cat's name?", "reference": "none",
+         "response": "", "label": "no"},
+        {"id": "custom-1", "question": "Q?", "reference": "A", "response": "A", "label": "yes"},
+    ]  # fmt: skip
+    labels = _jsonl(tmp_path / "mine.jsonl", rows)
+    assert load_labels(labels).composition()["own_tags"] == {"my_own_tag": 1}
+    refs_path = tmp_path / "refs.json"
+    refs_path.write_text(json.dumps(QUESTIONS), encoding="utf-8")
+    label_set, notes, published = label_input(labels, references=refs_path)
+    items = label_set.by_id()
+    assert not published
+    assert items["aaaa0002"].question_type == "multi-session"
+    assert items["aaaa0003_abs"].abstention is True  # LongMemEval's _abs suffix
+    assert items["custom-1"].question_type is None
+    assert any("warning: 1 of 3 item(s) have no question_type" in n for n in notes)
+    # without these questions only the _abs suffix can be read: every item stays untyped
+    label_set, notes, _ = label_input(labels)
+    assert label_set.by_id()["aaaa0003_abs"].abstention is True
+    assert any("warning: 3 of 3 item(s) have no question_type" in n for n in notes)
