@@ -57,6 +57,7 @@ from eval_pipeline.corpus.judge_labels import (
     invariant_items,
     load_labels,
     load_probes,
+    own_tags,
 )
 from eval_pipeline.corpus.published_run import (
     PublishedRunError,
@@ -176,6 +177,10 @@ def label_input(
             return label_set, [], False
         questions = question_set(references, required=False)
         filled, notes = fill_missing(label_set, questions.questions if questions else None)
+        tags = own_tags(filled.items)
+        if tags:  # kept and counted, each with its own figures in agreement.json
+            listed = ", ".join(f"{t} ({n})" for t, n in tags.items())
+            notes.append(f"tags of the file's own, counted per tag: {listed}")
         return filled, notes, False
     if labels is None:
         raise JudgeCheckError("--verdicts: needs --labels FILE, the run whose answers it labels")
