@@ -48,9 +48,11 @@ VERDICTS_VERSION = 1
 
 @dataclass(frozen=True)
 class Params:
-    """Tuned by `tune` on the project's whole labelled set (174 items; the cascade's band with
-    `local:qwen2.5-coder-1.5b-instruct` answering inside it): `judge-check` reports each
-    method cross-validated, never with these on the items they were fitted to."""
+    """`match`'s two thresholds chosen on a grid against GPT-4o's verdicts on the dev runs
+    (docs/judge.md#measured: 2,000 published answers; the same grid on the project's set
+    picks them too), the cascade's band by `tune` on the project's labelled set with
+    `local:qwen2.5-coder-1.5b-instruct` answering inside it. `judge-check` reports each method
+    cross-validated on the project's set, never with these on the items they were fitted to."""
 
     threshold: float = 0.6
     rubric_threshold: float = 0.3
